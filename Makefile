@@ -1,0 +1,55 @@
+# impress: the user's entry point. `make setup` once, then `make test`.
+# Knobs: LIBTORCH=/path/to/libtorch (default: the PyPI torch wheel's),
+#        SHARED=../shared (datasets for `make data`), JOBS=2, BUILD=build.
+
+PYTHON   ?= python3
+BUILD    ?= build
+JOBS     ?= 2
+SHARED   ?= ../shared
+MODEL    ?= models/smollm2-135m
+TORCH_CMAKE := $(shell $(PYTHON) -c "import importlib.util,os;s=importlib.util.find_spec('torch');print(os.path.join(s.submodule_search_locations[0],'share','cmake') if s else '')" 2>/dev/null)
+PREFIX   := $(if $(LIBTORCH),$(LIBTORCH),$(TORCH_CMAKE))
+GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
+
+.PHONY: setup build test bench demo model data fixtures clean help
+
+help:
+	@echo "make setup   install dependencies, prepare $(MODEL) and data/ (once per machine)"
+	@echo "make test    build, prepare test fixtures, run every test"
+	@echo "make bench   prefill throughput: this engine vs transformers"
+	@echo "make demo    run the main job on the default model"
+
+setup:
+	bash scripts/setup.sh
+	$(MAKE) model data
+
+model: $(MODEL)/config.json
+$(MODEL)/config.json:
+	$(PYTHON) scripts/prepare_smollm2.py --out $(MODEL)
+
+data:
+	bash scripts/data.sh --from $(SHARED)/data --to data
+
+$(BUILD)/CMakeCache.txt:
+	@test -n "$(PREFIX)" || { echo "LibTorch not found: run 'make setup' or pass LIBTORCH=/path/to/libtorch"; exit 1; }
+	cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$(PREFIX)"
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Tiny OPT/Llama checkpoints and Hugging Face reference outputs for the tests.
+fixtures: build
+	$(PYTHON) scripts/make_fixtures.py --out $(BUILD)/fixtures --model $(MODEL) --shared $(SHARED)
+
+test: fixtures
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	bash scripts/bench_prefill.sh $(MODEL) $(BUILD)
+
+demo: build model
+	$(BUILD)/impress info --model $(MODEL)
+	$(BUILD)/impress generate --model $(MODEL) --prompt "The capital of France is" -n 20
+
+clean:
+	rm -rf $(BUILD)

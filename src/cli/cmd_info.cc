@@ -1,0 +1,80 @@
+// impress info --model DIR [--json]: what a model directory holds.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+#include "model/tokenizer.h"
+
+namespace impress {
+namespace {
+
+struct InfoOptions {
+  std::string model;
+  bool json = false;
+};
+
+int RunInfo(const InfoOptions& o) {
+  auto config = LoadModelConfig(o.model + "/config.json");
+  if (!config.ok()) return Fail(config.status());
+  auto tensors = TensorSet::OpenDir(o.model);
+  if (!tensors.ok()) return Fail(tensors.status());
+  const ModelConfig& c = *config;
+  int64_t params = 0;
+  std::map<std::string, int64_t> dtypes;
+  for (const auto& name : (*tensors)->Names()) {
+    const TensorView* v = (*tensors)->Find(name);
+    int64_t n = 1;
+    for (int64_t d : v->shape) n *= d;
+    params += n;
+    dtypes[DTypeName(v->dtype)] += n;
+  }
+  std::string weight_dtype;
+  for (const auto& [d, n] : dtypes) weight_dtype += (weight_dtype.empty() ? "" : "+") + d;
+  nlohmann::ordered_json j = {
+      {"model", o.model},
+      {"architecture", c.model_type},
+      {"layers", c.num_layers},
+      {"hidden_size", c.hidden_size},
+      {"heads", c.num_heads},
+      {"kv_heads", c.num_kv_heads},
+      {"head_dim", c.head_dim},
+      {"intermediate_size", c.intermediate_size},
+      {"vocab_size", c.vocab_size},
+      {"max_positions", c.max_positions},
+      {"parameters", params},
+      {"weight_bytes", (*tensors)->TotalBytes()},
+      {"weight_dtype", weight_dtype},
+      {"kv_bytes_per_token", {{"float16", c.KvBytesPerToken(2)}, {"float32", c.KvBytesPerToken(4)}}},
+  };
+  if (c.model_type == "opt") {
+    j["pre_layer_norm"] = c.do_layer_norm_before;
+    j["word_embed_proj_dim"] = c.word_embed_proj_dim;
+  } else {
+    j["rope_theta"] = c.rope_theta;
+    j["tie_word_embeddings"] = c.tie_word_embeddings;
+  }
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string v = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+    std::printf("%-20s %s\n", it.key().c_str(), v.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddInfoCommand(CLI::App& app, std::vector<Command>* commands) {
+  auto o = std::make_shared<InfoOptions>();
+  CLI::App* cmd = app.add_subcommand("info", "Architecture, sizes and KV bytes per token of a model directory");
+  cmd->add_option("--model", o->model, "Hugging Face model directory (config.json, *.safetensors)")->required();
+  cmd->add_flag("--json", o->json, "print JSON instead of a table");
+  commands->push_back({cmd, [o] { return RunInfo(*o); }});
+}
+
+}  // namespace impress

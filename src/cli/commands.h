@@ -1,0 +1,37 @@
+// Subcommands of the `impress` executable. Each Add*Command registers its
+// options on `app` and appends the function that runs it; main() runs the one
+// that was named. Run functions return the process exit code and are the only
+// place that turns a Status into one.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "common/status.h"
+
+namespace impress {
+
+using Command = std::pair<CLI::App*, std::function<int()>>;
+
+void AddInfoCommand(CLI::App& app, std::vector<Command>* commands);
+void AddTokenizeCommand(CLI::App& app, std::vector<Command>* commands);
+void AddGenerateCommand(CLI::App& app, std::vector<Command>* commands);
+
+// Prints "impress: error: <message>" on stderr and returns the exit code 1.
+int Fail(const Status& status);
+
+// Options every command that runs a model shares.
+struct RuntimeFlags {
+  std::string device = "auto";
+  std::string dtype = "auto";
+  int threads = 0;  // 0: LibTorch's default
+};
+void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags);
+// Applies the thread count; call before running a model.
+void ApplyRuntimeFlags(const RuntimeFlags& flags);
+
+}  // namespace impress

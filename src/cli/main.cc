@@ -1,0 +1,48 @@
+// impress: multi-tier prefix-KV storage for LLM inference (IMPRESS, FAST '25).
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace impress {
+
+int Fail(const Status& status) {
+  std::cerr << "impress: error: " << status.message() << "\n";
+  return 1;
+}
+
+void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags) {
+  cmd->add_option("--device", flags->device, "cpu, cuda, or auto (cuda when a GPU is visible)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  cmd->add_option("--dtype", flags->dtype, "compute dtype: float32, float16, bfloat16, or auto (fp32 on CPU, fp16 on CUDA)")
+      ->check(CLI::IsMember({"float32", "float16", "bfloat16", "auto"}));
+  cmd->add_option("--threads", flags->threads, "CPU threads for LibTorch (0: its default)")->check(CLI::NonNegativeNumber);
+}
+
+void ApplyRuntimeFlags(const RuntimeFlags& flags) {
+  if (flags.threads > 0) at::set_num_threads(flags.threads);
+}
+
+}  // namespace impress
+
+int main(int argc, char** argv) {
+  CLI::App app{"impress: importance-informed multi-tier prefix KV storage for LLM inference"};
+  app.require_subcommand(1);
+  std::vector<impress::Command> commands;
+  impress::AddInfoCommand(app, &commands);
+  impress::AddTokenizeCommand(app, &commands);
+  impress::AddGenerateCommand(app, &commands);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    for (auto& [cmd, run] : commands)
+      if (cmd->parsed()) return run();
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    return impress::Fail(impress::Status::Error("LibTorch: " + msg.substr(0, msg.find('\n'))));
+  } catch (const std::exception& e) {
+    return impress::Fail(impress::Status::Error(e.what()));
+  }
+  return 1;
+}

@@ -1,0 +1,24 @@
+// Architecture registry: model_type -> factory. One file per architecture
+// (opt.cc, llama.cc) defines its factory; model.cc lists them.
+#pragma once
+
+#include <memory>
+
+#include "model/model.h"
+#include "model/weights.h"
+
+namespace impress {
+
+using ModelFactory = StatusOr<std::unique_ptr<Model>> (*)(const ModelConfig& config, const WeightLoader& weights);
+
+StatusOr<std::unique_ptr<Model>> CreateOptModel(const ModelConfig& config, const WeightLoader& weights);
+StatusOr<std::unique_ptr<Model>> CreateLlamaModel(const ModelConfig& config, const WeightLoader& weights);
+
+// Small helpers shared by architectures.
+at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
+// [T, H*d] -> [H, T, d]
+at::Tensor SplitHeads(const at::Tensor& x, int64_t heads, int64_t head_dim);
+// Embedding rows for `tokens`, on `table`'s device.
+at::Tensor EmbedTokens(const at::Tensor& table, const std::vector<int32_t>& tokens);
+
+}  // namespace impress

@@ -1,0 +1,61 @@
+#include "model/attention.h"
+
+#include <ATen/ATen.h>
+
+#include "common/status.h"
+
+namespace impress {
+namespace {
+constexpr int64_t kRowBlock = 512;
+}
+
+at::Tensor Attend(const LayerQkv& x, const PrefixKv& prefix) {
+  const int64_t hq = x.q.size(0), t = x.q.size(1), d = x.q.size(2);
+  const int64_t hkv = x.k.size(0);
+  IMPRESS_CHECK(hq % hkv == 0);
+  const int64_t g = hq / hkv;
+  const int64_t p = prefix.k.defined() ? prefix.k.size(1) : 0;
+
+  at::Tensor keys = p > 0 ? at::cat({prefix.k, x.k}, 1) : x.k;    // [Hkv, S, d]
+  at::Tensor vals = p > 0 ? at::cat({prefix.v, x.v}, 1) : x.v;
+  at::Tensor q = (x.q * x.scale).view({hkv, g, t, d});
+  at::Tensor hidden;  // [Hkv, g, 1, P] bool: true hides
+  if (p > 0 && prefix.keep.defined()) hidden = prefix.keep.logical_not().view({hkv, g, 1, p});
+  const auto opts = at::TensorOptions().device(x.q.device());
+
+  std::vector<at::Tensor> outs;
+  for (int64_t r0 = 0; r0 < t; r0 += kRowBlock) {
+    const int64_t tb = std::min(kRowBlock, t - r0);
+    const int64_t s = p + r0 + tb;  // columns this block can see
+    at::Tensor qb = q.slice(2, r0, r0 + tb).reshape({hkv, g * tb, d});
+    at::Tensor kb = keys.slice(1, 0, s);
+    at::Tensor scores = at::bmm(qb, kb.transpose(1, 2)).view({hkv, g, tb, s});
+    // Causal among new tokens: row i (absolute r0 + i) sees new column j <= r0 + i.
+    at::Tensor rows = at::arange(r0, r0 + tb, opts.dtype(at::kLong)).unsqueeze(1);
+    at::Tensor cols = at::arange(0, r0 + tb, opts.dtype(at::kLong)).unsqueeze(0);
+    at::Tensor future = cols > rows;  // [tb, r0 + tb]
+    if (p > 0) future = at::cat({at::zeros({tb, p}, opts.dtype(at::kBool)), future}, 1);
+    scores.masked_fill_(future, -std::numeric_limits<float>::infinity());
+    if (hidden.defined()) scores.slice(3, 0, p).masked_fill_(hidden, -std::numeric_limits<float>::infinity());
+    at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(vals.scalar_type());
+    at::Tensor ob = at::bmm(probs.view({hkv, g * tb, s}), vals.slice(1, 0, s));  // [Hkv, g*tb, d]
+    outs.push_back(ob.view({hq, tb, d}));
+  }
+  at::Tensor out = outs.size() == 1 ? outs[0] : at::cat(outs, 1);  // [Hq, T, d]
+  return out.transpose(0, 1).reshape({t, hq * d});
+}
+
+PrefixKv DenseKvCache::Prefix(const LayerQkv& qkv) {
+  return PrefixKv{k_[qkv.layer], v_[qkv.layer], {}};
+}
+
+void DenseKvCache::Append(const LayerQkv& qkv) {
+  auto& k = k_[qkv.layer];
+  auto& v = v_[qkv.layer];
+  k = k.defined() ? at::cat({k, qkv.k}, 1) : qkv.k;
+  v = v.defined() ? at::cat({v, qkv.v}, 1) : qkv.v;
+}
+
+int64_t DenseKvCache::size() const { return k_.empty() || !k_.back().defined() ? 0 : k_.back().size(1); }
+
+}  // namespace impress

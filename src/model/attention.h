@@ -1,0 +1,16 @@
+// Attention of the new tokens over [prefix KV ; their own KV], causal among
+// the new tokens. Shared by every architecture.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "model/kv_provider.h"
+
+namespace impress {
+
+// Returns [T, num_heads * head_dim]. Query head h uses KV head h / (Hq / Hkv).
+// Softmax runs in fp32 whatever the compute dtype. Work is split into blocks of
+// query rows so that memory stays O(block * (P + T)).
+at::Tensor Attend(const LayerQkv& qkv, const PrefixKv& prefix);
+
+}  // namespace impress

@@ -1,0 +1,62 @@
+// The one seam between model code and prefix-KV management.
+//
+// For every layer, the model computes the new tokens' queries, keys and values,
+// asks a KvProvider for the prefix KV those tokens attend to (in front of them),
+// runs attention, and hands the new KV back. Reuse, importance selection and
+// tiered storage live behind this interface; the model never knows about them.
+#pragma once
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace impress {
+
+// One layer's projections of the new tokens.
+struct LayerQkv {
+  int layer = 0;
+  at::Tensor q;  // [num_heads, T, head_dim], RoPE applied, not scaled
+  at::Tensor k;  // [num_kv_heads, T, head_dim], RoPE applied (stored form)
+  at::Tensor v;  // [num_kv_heads, T, head_dim]
+  float scale = 1.0f;  // attention logit scale (head_dim^-0.5)
+};
+
+// The prefix KV one layer attends to. Every prefix token is visible to every
+// new token (it comes earlier); `keep` can hide tokens per query head.
+struct PrefixKv {
+  at::Tensor k;     // [num_kv_heads, P, head_dim]; undefined means P = 0
+  at::Tensor v;     // [num_kv_heads, P, head_dim]
+  at::Tensor keep;  // optional [num_heads, P] bool; false hides the token from that head
+};
+
+class KvProvider {
+ public:
+  virtual ~KvProvider() = default;
+  // The prefix KV for `qkv.layer`. Called once per layer, in layer order.
+  virtual PrefixKv Prefix(const LayerQkv& qkv) = 0;
+  // The new tokens' KV of `qkv.layer`, after attention.
+  virtual void Append(const LayerQkv& qkv) = 0;
+};
+
+// No prefix: the new tokens are the whole sequence (recomputation).
+class NoPrefixKv final : public KvProvider {
+ public:
+  PrefixKv Prefix(const LayerQkv&) override { return {}; }
+  void Append(const LayerQkv&) override {}
+};
+
+// Keeps every layer's KV in memory and serves all of it as the prefix of the
+// next call: incremental decoding, and the reference for exact reuse.
+class DenseKvCache final : public KvProvider {
+ public:
+  explicit DenseKvCache(int num_layers) : k_(num_layers), v_(num_layers) {}
+  PrefixKv Prefix(const LayerQkv& qkv) override;
+  void Append(const LayerQkv& qkv) override;
+  // Tokens held (the same for every layer once a forward pass has finished).
+  int64_t size() const;
+
+ private:
+  std::vector<at::Tensor> k_, v_;
+};
+
+}  // namespace impress

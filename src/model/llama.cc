@@ -1,0 +1,133 @@
+// Llama family: RMSNorm, RoPE (default or linear scaling), SwiGLU, MHA or GQA.
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <cmath>
+
+#include "model/arch.h"
+#include "model/attention.h"
+
+namespace impress {
+namespace {
+
+struct LlamaLayer {
+  at::Tensor attn_norm;              // [D]
+  at::Tensor wq, wk, wv, wo;         // [Hq*d, D], [Hkv*d, D], [Hkv*d, D], [D, Hq*d]
+  at::Tensor bq, bk, bv, bo;         // optional (attention_bias)
+  at::Tensor ffn_norm;               // [D]
+  at::Tensor w_gate, w_up, w_down;   // [F, D], [F, D], [D, F]
+  at::Tensor b_gate, b_up, b_down;   // optional (mlp_bias)
+};
+
+class LlamaModel final : public Model {
+ public:
+  at::Tensor Forward(const std::vector<int32_t>& tokens, int64_t start_pos, KvProvider& kv,
+                     const ForwardOptions& opt) override;
+
+  at::Tensor embed;     // [V, D]
+  at::Tensor norm;      // [D]
+  at::Tensor lm_head;   // [V, D] (the embedding when tied)
+  at::Tensor inv_freq;  // [d/2] fp32
+  std::vector<LlamaLayer> layers;
+
+  void SetIdentity(const ModelConfig& c, const WeightLoader& w) {
+    config_ = c;
+    dir_ = w.dir();
+    device_ = w.device();
+    dtype_ = w.dtype();
+  }
+};
+
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor y = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return w * y.to(x.scalar_type());
+}
+
+// x: [H, T, d]; cos, sin: [T, d].
+at::Tensor Rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  at::Tensor rotated = at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
+  return x * cos + rotated * sin;
+}
+
+at::Tensor LlamaModel::Forward(const std::vector<int32_t>& tokens, int64_t start_pos, KvProvider& kv,
+                               const ForwardOptions& opt) {
+  c10::InferenceMode guard;
+  const ModelConfig& c = config_;
+  const int64_t t = static_cast<int64_t>(tokens.size());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+  at::Tensor pos = at::arange(start_pos, start_pos + t, at::TensorOptions().dtype(at::kFloat).device(device_));
+  if (c.rope_linear_factor != 1.0) pos = pos / c.rope_linear_factor;
+  at::Tensor freqs = at::outer(pos, inv_freq);  // [T, d/2]
+  at::Tensor emb = at::cat({freqs, freqs}, -1);
+  at::Tensor cos = emb.cos().to(dtype_), sin = emb.sin().to(dtype_);
+
+  at::Tensor x = EmbedTokens(embed, tokens);  // [T, D]
+  for (int il = 0; il < c.num_layers; ++il) {
+    const LlamaLayer& L = layers[il];
+    at::Tensor h = RmsNorm(x, L.attn_norm, c.rms_norm_eps);
+    LayerQkv qkv;
+    qkv.layer = il;
+    qkv.scale = scale;
+    qkv.q = Rope(SplitHeads(Linear(h, L.wq, L.bq), c.num_heads, c.head_dim), cos, sin);
+    qkv.k = Rope(SplitHeads(Linear(h, L.wk, L.bk), c.num_kv_heads, c.head_dim), cos, sin);
+    qkv.v = SplitHeads(Linear(h, L.wv, L.bv), c.num_kv_heads, c.head_dim).contiguous();
+    PrefixKv prefix = kv.Prefix(qkv);
+    x = x + Linear(Attend(qkv, prefix), L.wo, L.bo);
+    kv.Append(qkv);
+    h = RmsNorm(x, L.ffn_norm, c.rms_norm_eps);
+    at::Tensor gate = at::silu(Linear(h, L.w_gate, L.b_gate));
+    x = x + Linear(gate * Linear(h, L.w_up, L.b_up), L.w_down, L.b_down);
+  }
+  if (!opt.all_logits) x = x.slice(0, t - 1, t);
+  x = RmsNorm(x, norm, c.rms_norm_eps);
+  return at::linear(x, lm_head).to(at::kFloat);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Model>> CreateLlamaModel(const ModelConfig& c, const WeightLoader& w) {
+  auto m = std::make_unique<LlamaModel>();
+  m->SetIdentity(c, w);
+  const int64_t D = c.hidden_size, V = c.vocab_size, F = c.intermediate_size, d = c.head_dim;
+  const int64_t qd = int64_t{c.num_heads} * d, kvd = int64_t{c.num_kv_heads} * d;
+  ASSIGN_OR_RETURN(m->embed, w.Get("model.embed_tokens.weight", {V, D}));
+  ASSIGN_OR_RETURN(m->norm, w.Get("model.norm.weight", {D}));
+  ASSIGN_OR_RETURN(m->lm_head, w.Optional("lm_head.weight", {V, D}));
+  if (!m->lm_head.defined()) {
+    if (!c.tie_word_embeddings) return Status::Error(w.dir() + ": safetensors hold no tensor 'lm_head.weight'");
+    m->lm_head = m->embed;
+  }
+  for (int il = 0; il < c.num_layers; ++il) {
+    const std::string p = "model.layers." + std::to_string(il) + ".";
+    LlamaLayer L;
+    ASSIGN_OR_RETURN(L.attn_norm, w.Get(p + "input_layernorm.weight", {D}));
+    ASSIGN_OR_RETURN(L.wq, w.Get(p + "self_attn.q_proj.weight", {qd, D}));
+    ASSIGN_OR_RETURN(L.wk, w.Get(p + "self_attn.k_proj.weight", {kvd, D}));
+    ASSIGN_OR_RETURN(L.wv, w.Get(p + "self_attn.v_proj.weight", {kvd, D}));
+    ASSIGN_OR_RETURN(L.wo, w.Get(p + "self_attn.o_proj.weight", {D, qd}));
+    if (c.attention_bias) {
+      ASSIGN_OR_RETURN(L.bq, w.Get(p + "self_attn.q_proj.bias", {qd}));
+      ASSIGN_OR_RETURN(L.bk, w.Get(p + "self_attn.k_proj.bias", {kvd}));
+      ASSIGN_OR_RETURN(L.bv, w.Get(p + "self_attn.v_proj.bias", {kvd}));
+      ASSIGN_OR_RETURN(L.bo, w.Optional(p + "self_attn.o_proj.bias", {D}));
+    }
+    ASSIGN_OR_RETURN(L.ffn_norm, w.Get(p + "post_attention_layernorm.weight", {D}));
+    ASSIGN_OR_RETURN(L.w_gate, w.Get(p + "mlp.gate_proj.weight", {F, D}));
+    ASSIGN_OR_RETURN(L.w_up, w.Get(p + "mlp.up_proj.weight", {F, D}));
+    ASSIGN_OR_RETURN(L.w_down, w.Get(p + "mlp.down_proj.weight", {D, F}));
+    if (c.mlp_bias) {
+      ASSIGN_OR_RETURN(L.b_gate, w.Get(p + "mlp.gate_proj.bias", {F}));
+      ASSIGN_OR_RETURN(L.b_up, w.Get(p + "mlp.up_proj.bias", {F}));
+      ASSIGN_OR_RETURN(L.b_down, w.Get(p + "mlp.down_proj.bias", {D}));
+    }
+    m->layers.push_back(std::move(L));
+  }
+  at::Tensor idx = at::arange(0, d, 2, at::TensorOptions().dtype(at::kFloat));
+  m->inv_freq = (1.0 / at::pow(c.rope_theta, idx / static_cast<double>(d))).to(w.device());
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+}  // namespace impress

@@ -1,0 +1,78 @@
+#include "model/model.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+#include <map>
+
+#include "model/arch.h"
+#include "model/safetensors.h"
+
+namespace impress {
+namespace {
+
+const std::map<std::string, ModelFactory>& Registry() {
+  static const std::map<std::string, ModelFactory> kRegistry = {
+      {"opt", &CreateOptModel},
+      {"llama", &CreateLlamaModel},
+  };
+  return kRegistry;
+}
+
+StatusOr<at::ScalarType> ParseComputeDType(const std::string& s, bool cuda) {
+  if (s == "auto") return cuda ? at::kHalf : at::kFloat;
+  if (s == "float32" || s == "fp32") return at::kFloat;
+  if (s == "float16" || s == "fp16") return at::kHalf;
+  if (s == "bfloat16" || s == "bf16") return at::kBFloat16;
+  return Status::Error("--dtype: unknown dtype '" + s + "' (float32, float16, bfloat16, auto)");
+}
+
+}  // namespace
+
+at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return at::linear(x, w, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt);
+}
+
+at::Tensor SplitHeads(const at::Tensor& x, int64_t heads, int64_t head_dim) {
+  return x.view({x.size(0), heads, head_dim}).transpose(0, 1);
+}
+
+at::Tensor EmbedTokens(const at::Tensor& table, const std::vector<int32_t>& tokens) {
+  at::Tensor ids = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), at::kLong).to(table.device());
+  return table.index_select(0, ids);
+}
+
+Status ValidateTokens(const ModelConfig& c, const std::vector<int32_t>& tokens, int64_t start_pos) {
+  if (tokens.empty()) return Status::Error("no tokens to run");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= c.vocab_size)
+      return Status::Error("token id " + std::to_string(t) + " is outside the vocabulary of " +
+                           std::to_string(c.vocab_size));
+  if (start_pos + static_cast<int64_t>(tokens.size()) > c.max_positions)
+    return Status::Error("sequence of " + std::to_string(start_pos + tokens.size()) +
+                         " tokens is longer than the model's context of " + std::to_string(c.max_positions));
+  return Status::OK();
+}
+
+StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& opt) {
+  ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir + "/config.json"));
+  auto it = Registry().find(config.model_type);
+  IMPRESS_CHECK(it != Registry().end());  // LoadModelConfig accepts only registered types
+  bool cuda = false;
+  if (opt.device == "cuda") {
+    if (!at::hasCUDA()) return Status::Error("--device cuda: LibTorch sees no CUDA device");
+    cuda = true;
+  } else if (opt.device == "auto") {
+    cuda = at::hasCUDA();
+  } else if (opt.device != "cpu") {
+    return Status::Error("--device: unknown device '" + opt.device + "' (cpu, cuda, auto)");
+  }
+  ASSIGN_OR_RETURN(at::ScalarType dtype, ParseComputeDType(opt.dtype, cuda));
+  ASSIGN_OR_RETURN(auto tensors, TensorSet::OpenDir(dir));
+  WeightLoader loader(dir, *tensors, cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU), dtype);
+  auto model = it->second(config, loader);
+  if (!model.ok()) return model.status();
+  return model;
+}
+
+}  // namespace impress

@@ -1,0 +1,42 @@
+#include "model/weights.h"
+
+#include <ATen/ATen.h>
+
+namespace impress {
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+StatusOr<at::Tensor> WeightLoader::Optional(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorView* v = set_.Find(name);
+  if (v == nullptr) return at::Tensor();
+  if (v->shape != shape)
+    return Status::Error(*v->file + ": tensor '" + name + "' has shape " + ShapeString(v->shape) +
+                         " but config.json implies " + ShapeString(shape));
+  at::ScalarType st;
+  switch (v->dtype) {
+    case DType::kF32: st = at::kFloat; break;
+    case DType::kF16: st = at::kHalf; break;
+    case DType::kBF16: st = at::kBFloat16; break;
+    default:
+      return Status::Error(*v->file + ": tensor '" + name + "' has dtype " + DTypeName(v->dtype) +
+                           ", not a floating-point weight type (F32, F16, BF16)");
+  }
+  // from_blob does not own the mapping; the copy below does.
+  at::Tensor view = at::from_blob(const_cast<void*>(v->data), shape, at::TensorOptions().dtype(st));
+  return view.to(at::TensorOptions().device(device_).dtype(dtype_), /*non_blocking=*/false, /*copy=*/true);
+}
+
+StatusOr<at::Tensor> WeightLoader::Get(const std::string& name, const std::vector<int64_t>& shape) const {
+  ASSIGN_OR_RETURN(at::Tensor t, Optional(name, shape));
+  if (!t.defined()) return Status::Error(dir_ + ": safetensors hold no tensor '" + name + "'");
+  return t;
+}
+
+}  // namespace impress
