@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Bad input through the real executable: each case must exit 1 with exactly one
+# line on stderr that names the file and the problem (no crash, no backtrace).
+# Usage: cli_errors.sh IMPRESS_BINARY FIXTURES_DIR
+set -u
+bin=$1; fixtures=$2
+src=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['models']['tiny-llama-gqa'])" "$fixtures/fixtures.json")
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+failures=0; passed=0
+
+# expect NAME SUBSTRING -- ARGS...
+expect() {
+  local name=$1 want=$2; shift 3
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  local lines; lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -ne 1 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$want" "$tmp/err"; then
+    echo "FAIL $name: rc=$rc lines=$lines want '$want', stderr:"; sed 's/^/    /' "$tmp/err"
+    failures=$((failures + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+
+# mkmodel NAME: a copy of the tiny Llama to corrupt.
+mkmodel() { mkdir -p "$tmp/$1"; cp "$src"/* "$tmp/$1/"; echo "$tmp/$1"; }
+
+expect "missing model dir" "/nonexistent/config.json: cannot open" -- info --model /nonexistent
+m=$(mkmodel truncated); truncate -s 100000 "$m/model.safetensors"
+expect "truncated safetensors" "$m/model.safetensors: tensor" -- generate --model "$m" --prompt hi -n 1
+m=$(mkmodel tiny8); truncate -s 4 "$m/model.safetensors"
+expect "4-byte safetensors" "$m/model.safetensors: truncated" -- info --model "$m"
+m=$(mkmodel hugeheader); printf '\xff\xff\xff\xff\xff\xff\x00\x00' | dd of="$m/model.safetensors" conv=notrunc 2>/dev/null
+expect "huge header length" "$m/model.safetensors: header length" -- info --model "$m"
+m=$(mkmodel lying); python3 - "$m/model.safetensors" <<'PY'
+import json, struct, sys
+p = sys.argv[1]; b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
+k = sorted(k for k in h if k != '__metadata__')[0]; h[k]['data_offsets'][1] += 10**12
+s = json.dumps(h).encode(); s += b' ' * (n - len(s)) if len(s) <= n else b''
+open(p, 'wb').write(struct.pack('<Q', len(s)) + s + b[8 + n:])
+PY
+expect "offsets past end" "past the end of the data" -- info --model "$m"
+m=$(mkmodel overlap); python3 - "$m/model.safetensors" <<'PY'
+import json, struct, sys
+p = sys.argv[1]; b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
+ks = sorted((v['data_offsets'][0], k) for k, v in h.items() if k != '__metadata__')
+a, c = h[ks[0][1]], h[ks[1][1]]; c['data_offsets'] = [a['data_offsets'][0], a['data_offsets'][0] + c['data_offsets'][1] - c['data_offsets'][0]]
+s = json.dumps(h).encode(); open(p, 'wb').write(struct.pack('<Q', len(s)) + s + b[8 + n:])
+PY
+expect "overlapping offsets" "overlapping data_offsets" -- info --model "$m"
+m=$(mkmodel baddtype); python3 - "$m/model.safetensors" <<'PY'
+import json, struct, sys
+p = sys.argv[1]; b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
+k = sorted(k for k in h if k != '__metadata__')[0]; h[k]['dtype'] = 'F4'
+s = json.dumps(h).encode(); open(p, 'wb').write(struct.pack('<Q', len(s)) + s + b[8 + n:])
+PY
+expect "unknown dtype" "unknown dtype 'F4'" -- info --model "$m"
+m=$(mkmodel shapes); sed -i 's/"hidden_size": 64/"hidden_size": 72/' "$m/config.json"
+expect "shapes disagree" "but config.json implies" -- generate --model "$m" --prompt hi -n 1
+m=$(mkmodel arch); sed -i 's/"model_type": "llama"/"model_type": "bert"/' "$m/config.json"
+expect "unknown architecture" "$m/config.json: unknown architecture model_type 'bert'" -- info --model "$m"
+m=$(mkmodel badjson); echo '{"model_type": ' >"$m/config.json"
+expect "malformed config" "$m/config.json: not valid JSON" -- info --model "$m"
+m=$(mkmodel badtok); echo '{"model": {"type": "BPE", "vocab": {}, "merges": [["a", "b"]]}}' >"$m/tokenizer.json"
+expect "malformed tokenizer" "$m/tokenizer.json: model.merges[0]" -- tokenize --model "$m" --text hi
+m=$(mkmodel notok); rm "$m/tokenizer.json"
+expect "missing tokenizer" "$m/tokenizer.json: cannot open" -- generate --model "$m" --prompt hi -n 1
+expect "too-long prompt" "longer than the model's context of 2048" -- generate --model "$src" --prompt hi -n 5000
+expect "invalid UTF-8" "--text: input text is not valid UTF-8" -- tokenize --model "$src" --text $'\xc3\x28'
+
+echo "cli_errors: $passed passed, $failures failed"
+[ "$failures" -eq 0 ]

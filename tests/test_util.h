@@ -1,0 +1,49 @@
+// Shared helpers for tests: where fixtures live, temporary directories.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace impress::testing {
+
+// The directory `make fixtures` filled (IMPRESS_FIXTURES, set by ctest).
+inline std::string FixturesDir() {
+  const char* d = std::getenv("IMPRESS_FIXTURES");
+  return d ? d : "build/fixtures";
+}
+
+// fixtures.json: {"models": {name: dir}, "tokenizers": {name: dir}}.
+inline nlohmann::json FixtureManifest() {
+  std::ifstream in(FixturesDir() + "/fixtures.json");
+  if (!in) {
+    ADD_FAILURE() << FixturesDir() << "/fixtures.json missing: run 'make fixtures'";
+    return nlohmann::json{{"models", nlohmann::json::object()}, {"tokenizers", nlohmann::json::object()}};
+  }
+  return nlohmann::json::parse(in);
+}
+
+// A fresh directory removed when the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "impress_test_XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  void Write(const std::string& name, const std::string& bytes) const {
+    std::ofstream(File(name), std::ios::binary) << bytes;
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace impress::testing
