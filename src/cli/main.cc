@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/runtime.h"
 
 namespace impress {
 
@@ -28,6 +29,7 @@ void ApplyRuntimeFlags(const RuntimeFlags& flags) {
 }  // namespace impress
 
 int main(int argc, char** argv) {
+  impress::TuneHostAllocator();
   CLI::App app{"impress: importance-informed multi-tier prefix KV storage for LLM inference"};
   app.require_subcommand(1);
   std::vector<impress::Command> commands;

@@ -16,7 +16,9 @@ StatusOr<std::unique_ptr<Model>> CreateLlamaModel(const ModelConfig& config, con
 
 // Small helpers shared by architectures.
 at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
-// [T, H*d] -> [H, T, d]
+// residual + x w^T + b, with the residual add fused into the GEMM.
+at::Tensor LinearResidual(const at::Tensor& residual, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
+// [T, H*d] -> [H, T, d] (a view when x is contiguous)
 at::Tensor SplitHeads(const at::Tensor& x, int64_t heads, int64_t head_dim);
 // Embedding rows for `tokens`, on `table`'s device.
 at::Tensor EmbedTokens(const at::Tensor& table, const std::vector<int32_t>& tokens);

@@ -7,7 +7,23 @@
 namespace impress {
 namespace {
 constexpr int64_t kRowBlock = 512;
+
+// Every prefix token visible to every head: LibTorch's fused attention
+// (flash attention on CPU and CUDA) with a causal mask over the new tokens.
+at::Tensor AttendFused(const LayerQkv& x, const at::Tensor& keys, const at::Tensor& vals, int64_t p) {
+  const int64_t hq = x.q.size(0), t = x.q.size(1), d = x.q.size(2);
+  std::optional<at::Tensor> mask;
+  if (p > 0) {  // true = may attend: all prefix columns, new columns j <= i
+    auto opts = at::TensorOptions().device(x.q.device()).dtype(at::kBool);
+    mask = at::cat({at::ones({t, p}, opts), at::ones({t, t}, opts).tril()}, 1);
+  }
+  at::Tensor out = at::scaled_dot_product_attention(x.q.unsqueeze(0), keys.unsqueeze(0), vals.unsqueeze(0), mask,
+                                                    /*dropout_p=*/0.0, /*is_causal=*/p == 0, x.scale,
+                                                    /*enable_gqa=*/keys.size(0) != hq);
+  return out[0].transpose(0, 1).reshape({t, hq * d});
 }
+
+}  // namespace
 
 at::Tensor Attend(const LayerQkv& x, const PrefixKv& prefix) {
   const int64_t hq = x.q.size(0), t = x.q.size(1), d = x.q.size(2);
@@ -18,6 +34,7 @@ at::Tensor Attend(const LayerQkv& x, const PrefixKv& prefix) {
 
   at::Tensor keys = p > 0 ? at::cat({prefix.k, x.k}, 1) : x.k;    // [Hkv, S, d]
   at::Tensor vals = p > 0 ? at::cat({prefix.v, x.v}, 1) : x.v;
+  if (!(p > 0 && prefix.keep.defined())) return AttendFused(x, keys, vals, p);
   at::Tensor q = (x.q * x.scale).view({hkv, g, t, d});
   at::Tensor hidden;  // [Hkv, g, 1, P] bool: true hides
   if (p > 0 && prefix.keep.defined()) hidden = prefix.keep.logical_not().view({hkv, g, 1, p});

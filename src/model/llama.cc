@@ -12,11 +12,13 @@ namespace {
 
 struct LlamaLayer {
   at::Tensor attn_norm;              // [D]
-  at::Tensor wq, wk, wv, wo;         // [Hq*d, D], [Hkv*d, D], [Hkv*d, D], [D, Hq*d]
-  at::Tensor bq, bk, bv, bo;         // optional (attention_bias)
+  at::Tensor wqkv;                   // [(Hq + 2 Hkv) d, D]: q, k, v projections stacked
+  at::Tensor bqkv;                   // optional [(Hq + 2 Hkv) d] (attention_bias)
+  at::Tensor wo, bo;                 // [D, Hq d], optional [D]
   at::Tensor ffn_norm;               // [D]
-  at::Tensor w_gate, w_up, w_down;   // [F, D], [F, D], [D, F]
-  at::Tensor b_gate, b_up, b_down;   // optional (mlp_bias)
+  at::Tensor w_gate_up;              // [2F, D]: gate and up projections stacked
+  at::Tensor b_gate_up;              // optional [2F] (mlp_bias)
+  at::Tensor w_down, b_down;         // [D, F], optional [D]
 };
 
 class LlamaModel final : public Model {
@@ -71,15 +73,18 @@ at::Tensor LlamaModel::Forward(const std::vector<int32_t>& tokens, int64_t start
     LayerQkv qkv;
     qkv.layer = il;
     qkv.scale = scale;
-    qkv.q = Rope(SplitHeads(Linear(h, L.wq, L.bq), c.num_heads, c.head_dim), cos, sin);
-    qkv.k = Rope(SplitHeads(Linear(h, L.wk, L.bk), c.num_kv_heads, c.head_dim), cos, sin);
-    qkv.v = SplitHeads(Linear(h, L.wv, L.bv), c.num_kv_heads, c.head_dim).contiguous();
+    at::Tensor proj = Linear(h, L.wqkv, L.bqkv);  // [T, (Hq + 2 Hkv) d]
+    const int64_t qd = int64_t{c.num_heads} * c.head_dim, kvd = int64_t{c.num_kv_heads} * c.head_dim;
+    qkv.q = Rope(SplitHeads(proj.narrow(1, 0, qd), c.num_heads, c.head_dim), cos, sin);
+    qkv.k = Rope(SplitHeads(proj.narrow(1, qd, kvd), c.num_kv_heads, c.head_dim), cos, sin);
+    qkv.v = SplitHeads(proj.narrow(1, qd + kvd, kvd), c.num_kv_heads, c.head_dim).contiguous();
     PrefixKv prefix = kv.Prefix(qkv);
-    x = x + Linear(Attend(qkv, prefix), L.wo, L.bo);
+    x = LinearResidual(x, Attend(qkv, prefix), L.wo, L.bo);
     kv.Append(qkv);
     h = RmsNorm(x, L.ffn_norm, c.rms_norm_eps);
-    at::Tensor gate = at::silu(Linear(h, L.w_gate, L.b_gate));
-    x = x + Linear(gate * Linear(h, L.w_up, L.b_up), L.w_down, L.b_down);
+    at::Tensor gate_up = Linear(h, L.w_gate_up, L.b_gate_up);  // [T, 2F]
+    const int64_t f = c.intermediate_size;
+    x = LinearResidual(x, at::silu(gate_up.narrow(1, 0, f)).mul_(gate_up.narrow(1, f, f)), L.w_down, L.b_down);
   }
   if (!opt.all_logits) x = x.slice(0, t - 1, t);
   x = RmsNorm(x, norm, c.rms_norm_eps);
@@ -104,23 +109,27 @@ StatusOr<std::unique_ptr<Model>> CreateLlamaModel(const ModelConfig& c, const We
     const std::string p = "model.layers." + std::to_string(il) + ".";
     LlamaLayer L;
     ASSIGN_OR_RETURN(L.attn_norm, w.Get(p + "input_layernorm.weight", {D}));
-    ASSIGN_OR_RETURN(L.wq, w.Get(p + "self_attn.q_proj.weight", {qd, D}));
-    ASSIGN_OR_RETURN(L.wk, w.Get(p + "self_attn.k_proj.weight", {kvd, D}));
-    ASSIGN_OR_RETURN(L.wv, w.Get(p + "self_attn.v_proj.weight", {kvd, D}));
+    ASSIGN_OR_RETURN(at::Tensor wq, w.Get(p + "self_attn.q_proj.weight", {qd, D}));
+    ASSIGN_OR_RETURN(at::Tensor wk, w.Get(p + "self_attn.k_proj.weight", {kvd, D}));
+    ASSIGN_OR_RETURN(at::Tensor wv, w.Get(p + "self_attn.v_proj.weight", {kvd, D}));
+    L.wqkv = at::cat({wq, wk, wv}, 0);
     ASSIGN_OR_RETURN(L.wo, w.Get(p + "self_attn.o_proj.weight", {D, qd}));
     if (c.attention_bias) {
-      ASSIGN_OR_RETURN(L.bq, w.Get(p + "self_attn.q_proj.bias", {qd}));
-      ASSIGN_OR_RETURN(L.bk, w.Get(p + "self_attn.k_proj.bias", {kvd}));
-      ASSIGN_OR_RETURN(L.bv, w.Get(p + "self_attn.v_proj.bias", {kvd}));
+      ASSIGN_OR_RETURN(at::Tensor bq, w.Get(p + "self_attn.q_proj.bias", {qd}));
+      ASSIGN_OR_RETURN(at::Tensor bk, w.Get(p + "self_attn.k_proj.bias", {kvd}));
+      ASSIGN_OR_RETURN(at::Tensor bv, w.Get(p + "self_attn.v_proj.bias", {kvd}));
+      L.bqkv = at::cat({bq, bk, bv}, 0);
       ASSIGN_OR_RETURN(L.bo, w.Optional(p + "self_attn.o_proj.bias", {D}));
     }
     ASSIGN_OR_RETURN(L.ffn_norm, w.Get(p + "post_attention_layernorm.weight", {D}));
-    ASSIGN_OR_RETURN(L.w_gate, w.Get(p + "mlp.gate_proj.weight", {F, D}));
-    ASSIGN_OR_RETURN(L.w_up, w.Get(p + "mlp.up_proj.weight", {F, D}));
+    ASSIGN_OR_RETURN(at::Tensor w_gate, w.Get(p + "mlp.gate_proj.weight", {F, D}));
+    ASSIGN_OR_RETURN(at::Tensor w_up, w.Get(p + "mlp.up_proj.weight", {F, D}));
+    L.w_gate_up = at::cat({w_gate, w_up}, 0);
     ASSIGN_OR_RETURN(L.w_down, w.Get(p + "mlp.down_proj.weight", {D, F}));
     if (c.mlp_bias) {
-      ASSIGN_OR_RETURN(L.b_gate, w.Get(p + "mlp.gate_proj.bias", {F}));
-      ASSIGN_OR_RETURN(L.b_up, w.Get(p + "mlp.up_proj.bias", {F}));
+      ASSIGN_OR_RETURN(at::Tensor b_gate, w.Get(p + "mlp.gate_proj.bias", {F}));
+      ASSIGN_OR_RETURN(at::Tensor b_up, w.Get(p + "mlp.up_proj.bias", {F}));
+      L.b_gate_up = at::cat({b_gate, b_up}, 0);
       ASSIGN_OR_RETURN(L.b_down, w.Get(p + "mlp.down_proj.bias", {D}));
     }
     m->layers.push_back(std::move(L));

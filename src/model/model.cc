@@ -33,8 +33,14 @@ at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b)
   return at::linear(x, w, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt);
 }
 
+at::Tensor LinearResidual(const at::Tensor& residual, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  at::Tensor out = at::addmm(residual, x, w.t());
+  if (b.defined()) out.add_(b);
+  return out;
+}
+
 at::Tensor SplitHeads(const at::Tensor& x, int64_t heads, int64_t head_dim) {
-  return x.view({x.size(0), heads, head_dim}).transpose(0, 1);
+  return x.reshape({x.size(0), heads, head_dim}).transpose(0, 1);
 }
 
 at::Tensor EmbedTokens(const at::Tensor& table, const std::vector<int32_t>& tokens) {

@@ -74,11 +74,11 @@ at::Tensor OptModel::Forward(const std::vector<int32_t>& tokens, int64_t start_p
     qkv.k = SplitHeads(Linear(h, L.wk, L.bk), c.num_kv_heads, c.head_dim).contiguous();
     qkv.v = SplitHeads(Linear(h, L.wv, L.bv), c.num_kv_heads, c.head_dim).contiguous();
     PrefixKv prefix = kv.Prefix(qkv);
-    x = x + Linear(Attend(qkv, prefix), L.wo, L.bo);
+    x = LinearResidual(x, Attend(qkv, prefix), L.wo, L.bo);
     kv.Append(qkv);
     if (!pre_ln) x = Norm(x, L.ln1_w, L.ln1_b);
     h = pre_ln ? Norm(x, L.ln2_w, L.ln2_b) : x;
-    x = x + Linear(act(Linear(h, L.fc1_w, L.fc1_b)), L.fc2_w, L.fc2_b);
+    x = LinearResidual(x, act(Linear(h, L.fc1_w, L.fc1_b)), L.fc2_w, L.fc2_b);
     if (!pre_ln) x = Norm(x, L.ln2_w, L.ln2_b);
   }
   if (!opt.all_logits) x = x.slice(0, t - 1, t);
