@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 
-STAMP_VERSION = "3"
+STAMP_VERSION = "4"
 
 HARD_STRINGS = [
     "", " ", "   ", "\n", "\n\n\n", "\t", "\t\tindented\tcode", "a  b   c    d",
@@ -64,17 +64,23 @@ def dataset_texts(shared):
 
 
 def gpt2_tokenizer(shared, out_dir):
-    from tokenizers.processors import TemplateProcessing
-    from transformers import GPT2TokenizerFast
+    """GPT-2's byte-level BPE (the algorithm and merges OPT uses), built with the
+    tokenizers library itself; like OPT's tokenizer it prepends a BOS token."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
 
-    tok = GPT2TokenizerFast(vocab_file=os.path.join(shared, "tokenizers/gpt2/vocab.json"),
-                            merges_file=os.path.join(shared, "tokenizers/gpt2/merges.txt"))
-    # OPT prepends its BOS to every text; do the same with GPT-2's <|endoftext|>.
+    bpe = models.BPE.from_file(os.path.join(shared, "tokenizers/gpt2/vocab.json"),
+                               os.path.join(shared, "tokenizers/gpt2/merges.txt"))
+    tok = Tokenizer(bpe)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
     bos = "<|endoftext|>"
-    tok._tokenizer.post_processor = TemplateProcessing(
-        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, tok.convert_tokens_to_ids(bos))])
-    tok.save_pretrained(out_dir)
-    return tok
+    tok.add_special_tokens([bos])
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, tok.token_to_id(bos))])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=bos, unk_token=bos)
+    fast.save_pretrained(out_dir)
+    return fast
 
 
 def make_models(shared, out):
@@ -164,18 +170,20 @@ def write_tokenizer_reference(tok_dir, texts, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--model", required=True, help="the default model directory (SmolLM2)")
+    ap.add_argument("--model", help="the default model directory (SmolLM2); required unless --tiny-only")
+    ap.add_argument("--tiny-only", action="store_true",
+                    help="only the tiny checkpoints and their logits (no SmolLM2, no tokenizer ids)")
     ap.add_argument("--shared", required=True, help="folder holding data/ and tokenizers/")
     args = ap.parse_args()
 
-    if not os.path.exists(os.path.join(args.model, "config.json")):
+    if not args.tiny_only and not (args.model and os.path.exists(os.path.join(args.model, "config.json"))):
         sys.exit(f"make_fixtures: {args.model}/config.json: missing; run 'make setup' (or 'make model') first")
-    for need in ("data", "tokenizers/gpt2/vocab.json", "tokenizers/llama2/tokenizer.json"):
+    for need in ("tokenizers/gpt2/vocab.json", "tokenizers/llama2/tokenizer.json") + (() if args.tiny_only else ("data",)):
         if not os.path.exists(os.path.join(args.shared, need)):
             sys.exit(f"make_fixtures: {os.path.join(args.shared, need)}: missing")
 
     h = hashlib.sha256(open(__file__, "rb").read() + STAMP_VERSION.encode())
-    h.update(open(os.path.join(args.model, "config.json"), "rb").read())
+    h.update(b"tiny" if args.tiny_only else open(os.path.join(args.model, "config.json"), "rb").read())
     stamp_path = os.path.join(args.out, ".stamp")
     if os.path.exists(stamp_path) and open(stamp_path).read() == h.hexdigest():
         print("make_fixtures: up to date")
@@ -186,16 +194,17 @@ def main():
 
     import torch
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    texts = dataset_texts(args.shared)
+    texts = [] if args.tiny_only else dataset_texts(args.shared)
     models = make_models(args.shared, args.out)
-    models["smollm2"] = args.model
-    prompts = reference_prompts(texts)
+    if not args.tiny_only:
+        models["smollm2"] = args.model
+    prompts = reference_prompts(texts if texts else [HARD_STRINGS[-2] * 40] * 4)
     for name, d in models.items():
         write_reference(d, prompts, os.path.join(args.out, "reference", name + ".safetensors"))
         print(f"make_fixtures: reference logits for {name}")
     all_texts = HARD_STRINGS + texts
-    tokenizers = {"smollm2": args.model, "gpt2": models["tiny-opt-preln"],
-                  "llama2": os.path.join(args.shared, "tokenizers/llama2")}
+    tokenizers = {} if args.tiny_only else {"smollm2": args.model, "gpt2": models["tiny-opt-preln"],
+                                            "llama2": os.path.join(args.shared, "tokenizers/llama2")}
     for name, d in tokenizers.items():
         write_tokenizer_reference(d, all_texts, os.path.join(args.out, "tokenizer", name + ".jsonl"))
         print(f"make_fixtures: {len(all_texts)} tokenizer references for {name}")

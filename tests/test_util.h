@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -32,8 +33,15 @@ inline nlohmann::json FixtureManifest() {
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "impress_test_XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
+    std::error_code ec;
+    std::filesystem::path base = std::filesystem::temp_directory_path(ec);
+    if (ec || !std::filesystem::is_directory(base)) base = std::filesystem::current_path();
+    std::string tmpl = (base / "impress_test_XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::fprintf(stderr, "TempDir: cannot create %s\n", tmpl.c_str());
+      std::abort();
+    }
+    path_ = tmpl;
   }
   ~TempDir() { std::filesystem::remove_all(path_); }
   const std::string& path() const { return path_; }
