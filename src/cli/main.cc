@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   impress::AddInfoCommand(app, &commands);
   impress::AddTokenizeCommand(app, &commands);
   impress::AddGenerateCommand(app, &commands);
+  impress::AddEvalCommand(app, &commands);
   CLI11_PARSE(app, argc, argv);
   try {
     for (auto& [cmd, run] : commands)

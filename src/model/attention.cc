@@ -63,16 +63,32 @@ at::Tensor Attend(const LayerQkv& x, const PrefixKv& prefix) {
 }
 
 PrefixKv DenseKvCache::Prefix(const LayerQkv& qkv) {
-  return PrefixKv{k_[qkv.layer], v_[qkv.layer], {}};
+  const int l = qkv.layer;
+  if (len_[l] == 0) return {};
+  return PrefixKv{k_[l].narrow(1, 0, len_[l]), v_[l].narrow(1, 0, len_[l]), {}};
 }
 
 void DenseKvCache::Append(const LayerQkv& qkv) {
-  auto& k = k_[qkv.layer];
-  auto& v = v_[qkv.layer];
-  k = k.defined() ? at::cat({k, qkv.k}, 1) : qkv.k;
-  v = v.defined() ? at::cat({v, qkv.v}, 1) : qkv.v;
+  const int l = qkv.layer;
+  const int64_t t = qkv.k.size(1), need = len_[l] + t;
+  if (!k_[l].defined() || k_[l].size(1) < need) {
+    const int64_t cap = std::max<int64_t>(need, k_[l].defined() ? 2 * k_[l].size(1) : need);
+    at::Tensor k = at::empty({qkv.k.size(0), cap, qkv.k.size(2)}, qkv.k.options());
+    at::Tensor v = at::empty({qkv.v.size(0), cap, qkv.v.size(2)}, qkv.v.options());
+    if (len_[l] > 0) {
+      k.narrow(1, 0, len_[l]).copy_(k_[l].narrow(1, 0, len_[l]));
+      v.narrow(1, 0, len_[l]).copy_(v_[l].narrow(1, 0, len_[l]));
+    }
+    k_[l] = k;
+    v_[l] = v;
+  }
+  k_[l].narrow(1, len_[l], t).copy_(qkv.k);
+  v_[l].narrow(1, len_[l], t).copy_(qkv.v);
+  len_[l] = need;
 }
 
-int64_t DenseKvCache::size() const { return k_.empty() || !k_.back().defined() ? 0 : k_.back().size(1); }
+void DenseKvCache::Truncate(int64_t n) {
+  for (auto& len : len_) len = std::min(len, n);
+}
 
 }  // namespace impress

@@ -46,17 +46,22 @@ class NoPrefixKv final : public KvProvider {
 };
 
 // Keeps every layer's KV in memory and serves all of it as the prefix of the
-// next call: incremental decoding, and the reference for exact reuse.
+// next call: incremental decoding, scoring several continuations of one
+// context, and the reference for exact reuse. Storage grows geometrically, so
+// an append copies only the new tokens.
 class DenseKvCache final : public KvProvider {
  public:
-  explicit DenseKvCache(int num_layers) : k_(num_layers), v_(num_layers) {}
+  explicit DenseKvCache(int num_layers) : k_(num_layers), v_(num_layers), len_(num_layers, 0) {}
   PrefixKv Prefix(const LayerQkv& qkv) override;
   void Append(const LayerQkv& qkv) override;
   // Tokens held (the same for every layer once a forward pass has finished).
-  int64_t size() const;
+  int64_t size() const { return len_.empty() ? 0 : len_.back(); }
+  // Forgets every token from position n on. REQUIRES: n >= 0
+  void Truncate(int64_t n);
 
  private:
-  std::vector<at::Tensor> k_, v_;
+  std::vector<at::Tensor> k_, v_;  // [num_kv_heads, capacity, head_dim]
+  std::vector<int64_t> len_;
 };
 
 }  // namespace impress

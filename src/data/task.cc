@@ -1,0 +1,180 @@
+#include "data/task.h"
+
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "common/utf8.h"
+
+namespace impress {
+namespace {
+
+using nlohmann::json;
+
+// Field access with errors that say which field and what is wrong.
+class Fields {
+ public:
+  explicit Fields(const json& j) : j_(j) {}
+  StatusOr<std::string> Str(const char* key) const {
+    if (!j_.contains(key)) return Status::Error(std::string("missing field '") + key + "'");
+    if (!j_[key].is_string()) return Status::Error(std::string("field '") + key + "' is not a string");
+    return j_[key].get<std::string>();
+  }
+  StatusOr<int> Label(const char* key, int num_choices) const {
+    if (!j_.contains(key)) return Status::Error(std::string("missing field '") + key + "'");
+    if (!j_[key].is_number_integer()) return Status::Error(std::string("field '") + key + "' is not an integer");
+    int v = j_[key].get<int>();
+    if (v < 0 || v >= num_choices)
+      return Status::Error(std::string("field '") + key + "' is " + std::to_string(v) + ", not in [0, " +
+                           std::to_string(num_choices) + ")");
+    return v;
+  }
+  const json& raw() const { return j_; }
+
+ private:
+  const json& j_;
+};
+
+using Converter = std::function<StatusOr<Doc>(const Fields&)>;
+
+StatusOr<Doc> Piqa(const Fields& f) {
+  Doc d;
+  ASSIGN_OR_RETURN(std::string goal, f.Str("goal"));
+  ASSIGN_OR_RETURN(std::string sol1, f.Str("sol1"));
+  ASSIGN_OR_RETURN(std::string sol2, f.Str("sol2"));
+  ASSIGN_OR_RETURN(d.gold, f.Label("label", 2));
+  d.text = "Question: " + goal + "\nAnswer:";
+  d.choices = {sol1, sol2};
+  return d;
+}
+
+StatusOr<Doc> Rte(const Fields& f) {
+  Doc d;
+  ASSIGN_OR_RETURN(std::string s1, f.Str("sentence1"));
+  ASSIGN_OR_RETURN(std::string s2, f.Str("sentence2"));
+  ASSIGN_OR_RETURN(d.gold, f.Label("label", 2));
+  d.text = s1 + "\nQuestion: " + s2 + " True or False?\nAnswer:";
+  d.choices = {"True", "False"};
+  return d;
+}
+
+// Python's str.strip() for the ASCII whitespace these texts hold.
+std::string Strip(const std::string& s) {
+  const char* ws = " \t\n\r\f\v";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) + 1 - b);
+}
+
+// lm-eval's convert_choice: lower-case the first character only.
+std::string LowerFirst(std::string c) {
+  if (!c.empty() && c[0] >= 'A' && c[0] <= 'Z') c[0] = static_cast<char>(c[0] - 'A' + 'a');
+  return c;
+}
+
+StatusOr<Doc> Copa(const Fields& f) {
+  Doc d;
+  ASSIGN_OR_RETURN(std::string premise, f.Str("premise"));
+  ASSIGN_OR_RETURN(std::string c1, f.Str("choice1"));
+  ASSIGN_OR_RETURN(std::string c2, f.Str("choice2"));
+  ASSIGN_OR_RETURN(std::string question, f.Str("question"));
+  ASSIGN_OR_RETURN(d.gold, f.Label("label", 2));
+  if (question != "cause" && question != "effect")
+    return Status::Error("field 'question' is '" + question + "', not 'cause' or 'effect'");
+  if (c1.empty() || c2.empty()) return Status::Error("field 'choice1' or 'choice2' is empty");
+  std::string p = Strip(premise);
+  if (p.empty()) return Status::Error("field 'premise' is blank");
+  size_t last = p.size() - 1;  // drop the final character (one code point)
+  while (last > 0 && (static_cast<unsigned char>(p[last]) & 0xC0) == 0x80) --last;
+  d.text = p.substr(0, last) + (question == "cause" ? " because" : " therefore");
+  d.choices = {" " + LowerFirst(c1), " " + LowerFirst(c2)};
+  return d;
+}
+
+StatusOr<Doc> OpenBookQa(const Fields& f) {
+  Doc d;
+  ASSIGN_OR_RETURN(d.text, f.Str("question_stem"));
+  ASSIGN_OR_RETURN(std::string key, f.Str("answerKey"));
+  const json& j = f.raw();
+  if (!j.contains("choices") || !j["choices"].is_object()) return Status::Error("missing object field 'choices'");
+  const json& c = j["choices"];
+  if (!c.contains("text") || !c["text"].is_array() || !c.contains("label") || !c["label"].is_array() ||
+      c["text"].size() != c["label"].size() || c["text"].empty())
+    return Status::Error("field 'choices' needs equal-length arrays 'text' and 'label'");
+  key.erase(0, key.find_first_not_of(" \t\n\r\f\v"));  // answerKey.lstrip()
+  d.gold = -1;
+  for (size_t i = 0; i < c["text"].size(); ++i) {
+    if (!c["text"][i].is_string() || !c["label"][i].is_string())
+      return Status::Error("field 'choices' holds a non-string");
+    d.choices.push_back(c["text"][i].get<std::string>());
+    if (c["label"][i].get<std::string>() == key) d.gold = static_cast<int>(i);
+  }
+  if (d.gold < 0) return Status::Error("answerKey '" + key + "' is not among choices.label");
+  return d;
+}
+
+const Converter& ConverterFor(const std::string& task) {
+  static const std::map<std::string, Converter> kConverters = {
+      {"piqa", Piqa}, {"rte", Rte}, {"copa", Copa}, {"openbookqa", OpenBookQa}};
+  return kConverters.at(task);
+}
+
+}  // namespace
+
+const std::vector<TaskSpec>& Tasks() {
+  static const std::vector<TaskSpec> kTasks = {
+      {"piqa", "train", "validation", true},
+      {"rte", "train", "validation", false},
+      {"copa", "train", "validation", false},
+      {"openbookqa", "train", "test", true},
+  };
+  return kTasks;
+}
+
+const TaskSpec* FindTask(const std::string& name) {
+  for (const auto& t : Tasks())
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+std::string SplitPath(const std::string& data_dir, const TaskSpec& task, const std::string& split) {
+  return data_dir + "/" + task.name + "/" + split + ".jsonl";
+}
+
+StatusOr<std::vector<Doc>> LoadSplit(const TaskSpec& task, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error(path + ": cannot open (missing split? run 'make data')");
+  const Converter& convert = ConverterFor(task.name);
+  std::vector<Doc> docs;
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    auto where = [&](const std::string& what) {
+      return Status::Error(path + ":" + std::to_string(lineno) + ": " + what);
+    };
+    if (line.empty()) continue;
+    if (!ValidUtf8(line)) return where("invalid UTF-8");
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const std::exception& e) {
+      return where(std::string("not valid JSON: ") + e.what());
+    }
+    if (!j.is_object()) return where("not a JSON object");
+    auto doc = convert(Fields(j));
+    if (!doc.ok()) return where(doc.status().message());
+    docs.push_back(std::move(*doc));
+  }
+  if (docs.empty()) return Status::Error(path + ": empty file, no documents");
+  return docs;
+}
+
+std::string FewShotExample(const Doc& doc) { return doc.text + " " + doc.choices[doc.gold]; }
+
+std::string BuildPrefix(const std::vector<Doc>& shots) {
+  std::string out;
+  for (const auto& d : shots) out += FewShotExample(d) + "\n\n";
+  return out;
+}
+
+}  // namespace impress
