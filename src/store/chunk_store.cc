@@ -1,0 +1,300 @@
+#include "store/chunk_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "store/crc32c.h"
+
+namespace impress {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kAlign = 4096;
+constexpr uint32_t kRecordMagic = 0x4B564C47;  // "GLVK"
+constexpr int kFormatVersion = 1;
+
+size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Aligned heap buffer for direct I/O.
+struct AlignedBuffer {
+  void* p = nullptr;
+  explicit AlignedBuffer(size_t n) {
+    if (posix_memalign(&p, kAlign, std::max(n, kAlign)) != 0) p = nullptr;
+  }
+  ~AlignedBuffer() { std::free(p); }
+};
+
+Status WriteAll(int fd, const void* data, size_t n, uint64_t offset, const std::string& path) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::Error(Errno(path + ": write failed"));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
+  }
+  return Status::OK();
+}
+
+json GeometryJson(const ChunkGeometry& g) {
+  return {{"chunk_tokens", g.chunk_tokens}, {"layers", g.layers}, {"kv_heads", g.kv_heads},
+          {"head_dim", g.head_dim}, {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}};
+}
+
+}  // namespace
+
+size_t ChunkStore::PartStride(int part) const {
+  return RoundUp(part == 2 ? opt_.geometry.ProbeBytes() : opt_.geometry.KeyBytes());
+}
+
+StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, const StoreOptions& opt,
+                                                        std::vector<std::string>* committed) {
+  namespace fs = std::filesystem;
+  std::unique_ptr<ChunkStore> s(new ChunkStore());
+  s->dir_ = dir;
+  s->opt_ = opt;
+  const std::string manifest = dir + "/MANIFEST", data = dir + "/chunks.dat", log = dir + "/log";
+  json want = {{"format", kFormatVersion}, {"fingerprint", opt.fingerprint}, {"geometry", GeometryJson(opt.geometry)}};
+  std::error_code ec;
+  if (!fs::exists(manifest)) {
+    if (!opt.create_if_missing) return Status::Error(dir + ": no store here (MANIFEST missing)");
+    fs::create_directories(dir, ec);
+    if (ec) return Status::Error(dir + ": cannot create: " + ec.message());
+    std::string tmp = manifest + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << want.dump() << "\n";
+      if (!out.flush()) return Status::Error(tmp + ": cannot write");
+    }
+    fs::rename(tmp, manifest, ec);
+    if (ec) return Status::Error(manifest + ": cannot create: " + ec.message());
+  } else {
+    std::ifstream in(manifest);
+    json have;
+    try {
+      have = json::parse(in);
+    } catch (const std::exception& e) {
+      return Status::Error(manifest + ": corrupt manifest: " + e.what());
+    }
+    if (have.value("format", 0) != kFormatVersion)
+      return Status::Error(manifest + ": store format " + std::to_string(have.value("format", 0)) + ", expected " +
+                           std::to_string(kFormatVersion));
+    if (have.value("fingerprint", "") != opt.fingerprint)
+      return Status::Error(manifest + ": store was written for '" + have.value("fingerprint", "") +
+                           "', not '" + opt.fingerprint + "'");
+    if (have["geometry"] != want["geometry"])
+      return Status::Error(manifest + ": store geometry " + have["geometry"].dump() + " differs from " +
+                           want["geometry"].dump());
+  }
+  s->data_fd_ = ::open(data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (s->data_fd_ < 0) return Status::Error(Errno(data + ": cannot open"));
+  s->direct_fd_ = ::open(data.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (s->direct_fd_ < 0) return Status::Error(Errno(data + ": cannot open with O_DIRECT"));
+  s->log_fd_ = ::open(log.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (s->log_fd_ < 0) return Status::Error(Errno(log + ": cannot open"));
+
+  // Replay the log up to the first record that is torn or fails its checksum.
+  struct stat st;
+  ::fstat(s->log_fd_, &st);
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  if (!bytes.empty() && ::pread(s->log_fd_, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
+    return Status::Error(Errno(log + ": cannot read"));
+  size_t pos = 0;
+  uint64_t data_end = 0;
+  while (pos + 12 <= bytes.size()) {
+    uint32_t magic, len, crc;
+    std::memcpy(&magic, &bytes[pos], 4);
+    std::memcpy(&len, &bytes[pos + 4], 4);
+    std::memcpy(&crc, &bytes[pos + 8], 4);
+    if (magic != kRecordMagic || pos + 12 + len > bytes.size() || Crc32c(&bytes[pos + 12], len) != crc) break;
+    json rec;
+    try {
+      rec = json::parse(bytes.begin() + pos + 12, bytes.begin() + pos + 12 + len);
+    } catch (const std::exception&) {
+      break;
+    }
+    for (const auto& c : rec["chunks"]) {
+      ChunkLocation loc;
+      loc.offset = c["off"].get<uint64_t>();
+      for (int i = 0; i < 3; ++i) loc.crc[i] = c["crc"][i].get<uint32_t>();
+      s->index_[{c["id"].get<uint64_t>(), c["layer"].get<int>()}] = loc;
+      data_end = std::max<uint64_t>(data_end, loc.offset + s->PartStride(0) * 2 + s->PartStride(2));
+    }
+    if (committed != nullptr) committed->push_back(rec["meta"].get<std::string>());
+    pos += 12 + len;
+  }
+  if (pos < bytes.size() && ::ftruncate(s->log_fd_, static_cast<off_t>(pos)) != 0)
+    return Status::Error(Errno(log + ": cannot cut off a torn tail"));
+  // New parts go after everything on disk, committed or not.
+  ::fstat(s->data_fd_, &st);
+  s->data_end_ = RoundUp(std::max<uint64_t>(data_end, static_cast<uint64_t>(st.st_size)));
+  s->io_ = std::make_unique<ThreadPool>(std::max(1, opt.io_threads));
+  return s;
+}
+
+ChunkStore::~ChunkStore() {
+  io_.reset();
+  for (int fd : {data_fd_, direct_fd_, log_fd_})
+    if (fd >= 0) ::close(fd);
+}
+
+Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::string& meta) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string data_path = dir_ + "/chunks.dat", log_path = dir_ + "/log";
+  const size_t kb = opt_.geometry.KeyBytes(), pb = opt_.geometry.ProbeBytes();
+  const size_t record = PartStride(0) * 2 + PartStride(2);
+  std::vector<uint8_t> buf(record, 0);
+  json chunks = json::array();
+  uint64_t off = data_end_;
+  for (const auto& w : writes) {
+    IMPRESS_CHECK(!index_.count({w.chunk_id, w.layer}));
+    std::memset(buf.data(), 0, buf.size());
+    std::memcpy(buf.data(), w.keys, kb);
+    std::memcpy(buf.data() + PartStride(0), w.values, kb);
+    std::memcpy(buf.data() + 2 * PartStride(0), w.probe, pb);
+    RETURN_IF_ERROR(WriteAll(data_fd_, buf.data(), record, off, data_path));
+    chunks.push_back({{"id", w.chunk_id}, {"layer", w.layer}, {"off", off},
+                      {"crc", {Crc32c(w.keys, kb), Crc32c(w.values, kb), Crc32c(w.probe, pb)}}});
+    off += record;
+  }
+  if (::fdatasync(data_fd_) != 0) return Status::Error(Errno(data_path + ": sync failed"));
+  const std::string payload = json{{"meta", meta}, {"chunks", chunks}}.dump();
+  std::string rec(12, '\0');
+  const uint32_t magic = kRecordMagic, len = static_cast<uint32_t>(payload.size()), crc = Crc32c(payload.data(), len);
+  std::memcpy(&rec[0], &magic, 4);
+  std::memcpy(&rec[4], &len, 4);
+  std::memcpy(&rec[8], &crc, 4);
+  rec += payload;
+  struct stat st;
+  ::fstat(log_fd_, &st);
+  Status w = WriteAll(log_fd_, rec.data(), rec.size(), static_cast<uint64_t>(st.st_size), log_path);
+  if (!w.ok() || ::fdatasync(log_fd_) != 0) {
+    // Leave no partial record behind: a later commit must not follow garbage.
+    if (::ftruncate(log_fd_, st.st_size) != 0) {}
+    return w.ok() ? Status::Error(Errno(log_path + ": sync failed")) : w;
+  }
+  for (const auto& c : chunks) {
+    ChunkLocation loc;
+    loc.offset = c["off"].get<uint64_t>();
+    for (int i = 0; i < 3; ++i) loc.crc[i] = c["crc"][i].get<uint32_t>();
+    index_[{c["id"].get<uint64_t>(), c["layer"].get<int>()}] = loc;
+  }
+  data_end_ = off;
+  counters_.bytes_written += record * writes.size();
+  return Status::OK();
+}
+
+bool ChunkStore::Has(uint64_t chunk_id, int layer) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return index_.count({chunk_id, layer}) > 0;
+}
+
+size_t ChunkStore::chunk_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return index_.size();
+}
+
+void ChunkStore::Throttle(size_t bytes) {
+  if (opt_.read_bytes_per_second <= 0) return;
+  using clock = std::chrono::steady_clock;
+  double now = std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+  double until;
+  {
+    std::lock_guard<std::mutex> lock(throttle_mu_);
+    throttle_free_at_ = std::max(throttle_free_at_, now) + bytes / opt_.read_bytes_per_second;
+    until = throttle_free_at_;
+  }
+  if (until > now) std::this_thread::sleep_for(std::chrono::duration<double>(until - now));
+}
+
+Status ChunkStore::ReadOne(const ChunkRead& r) {
+  ChunkLocation loc;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find({r.chunk_id, r.layer});
+    if (it == index_.end())
+      return Status::Error(dir_ + ": chunk " + std::to_string(r.chunk_id) + " layer " + std::to_string(r.layer) +
+                           " is not stored");
+    loc = it->second;
+  }
+  const size_t sizes[3] = {opt_.geometry.KeyBytes(), opt_.geometry.KeyBytes(), opt_.geometry.ProbeBytes()};
+  void* dst[3] = {r.keys, r.values, r.probe};
+  // Adjacent parts (keys and values) are read with one request.
+  int part = 0;
+  while (part < 3) {
+    if (!(r.parts & (1 << part))) {
+      ++part;
+      continue;
+    }
+    int last = part;
+    while (last + 1 < 3 && (r.parts & (1 << (last + 1)))) ++last;
+    const uint64_t start = loc.offset + PartStride(0) * part;
+    size_t len = 0;
+    for (int p = part; p <= last; ++p) len += PartStride(p);
+    Throttle(len);
+    AlignedBuffer buf(len);
+    if (buf.p == nullptr) return Status::Error("out of memory for a direct read");
+    size_t done = 0;
+    while (done < len) {
+      ssize_t n = ::pread(direct_fd_, static_cast<uint8_t*>(buf.p) + done, len - done, static_cast<off_t>(start + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Status::Error(Errno(dir_ + "/chunks.dat: read at " + std::to_string(start) + " failed"));
+      done += static_cast<size_t>(n);
+    }
+    counters_.bytes_read += len;
+    counters_.parts_read += last - part + 1;
+    size_t at = 0;
+    for (int p = part; p <= last; ++p) {
+      const auto* src = static_cast<const uint8_t*>(buf.p) + at;
+      if (Crc32c(src, sizes[p]) != loc.crc[p])
+        return Status::Error(dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
+                             std::to_string(r.layer) + " part " + std::to_string(p) + " fails its checksum");
+      std::memcpy(dst[p], src, sizes[p]);
+      at += PartStride(p);
+    }
+    part = last + 1;
+  }
+  return Status::OK();
+}
+
+Status ChunkStore::Read(const std::vector<ChunkRead>& reads) {
+  if (reads.size() == 1) return ReadOne(reads[0]);
+  std::vector<Status> results(reads.size());
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < reads.size(); ++i) tasks.push_back([&, i] { results[i] = ReadOne(reads[i]); });
+  io_->RunAll(std::move(tasks));
+  for (auto& s : results) RETURN_IF_ERROR(s);
+  return Status::OK();
+}
+
+Status ChunkStore::Verify(uint64_t* chunks_checked) {
+  std::vector<std::pair<uint64_t, int>> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [k, v] : index_) keys.push_back(k);
+  }
+  std::vector<uint8_t> k(opt_.geometry.KeyBytes()), v(opt_.geometry.KeyBytes()), p(opt_.geometry.ProbeBytes());
+  for (const auto& [id, layer] : keys) {
+    RETURN_IF_ERROR(ReadOne({id, layer, kKeys | kValues | kProbeKeys, k.data(), v.data(), p.data()}));
+    if (chunks_checked) ++*chunks_checked;
+  }
+  return Status::OK();
+}
+
+}  // namespace impress

@@ -1,0 +1,130 @@
+// The disk tier: every chunk of every stored prefix, durable and checksummed.
+//
+// A chunk is C tokens of one radix node in one layer. It is stored as up to
+// three parts, each padded to 4 KiB so that it can be read alone with direct
+// I/O: keys [C][kv_heads][head_dim], values (same shape), and the probe keys
+// [C][probe_kv_heads][head_dim] (the keys of the KV heads the probe query heads
+// use, stored a second time so identification reads only them).
+//
+// Files in the store directory (docs/store.md):
+//   MANIFEST    one JSON line: format version, geometry, fingerprint
+//   chunks.dat  chunk parts, appended
+//   log         commit records: [magic][length][crc32c][JSON payload]
+// Commit writes the parts, syncs them, then appends and syncs one log record
+// naming their offsets and checksums; a record is the unit of durability. On
+// open, a torn or corrupt log tail is cut off, so a crash never exposes a
+// chunk whose record did not land. Reads bypass the page cache (O_DIRECT) and
+// verify each part's checksum: a corrupt part is an error, never data.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/thread_pool.h"
+
+namespace impress {
+
+struct ChunkGeometry {
+  int chunk_tokens = 64;
+  int layers = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int probe_kv_heads = 1;
+  int elem_bytes = 2;  // fp16 or bf16; 4 for fp32
+
+  size_t KeyBytes() const { return size_t(chunk_tokens) * kv_heads * head_dim * elem_bytes; }
+  size_t ProbeBytes() const { return size_t(chunk_tokens) * probe_kv_heads * head_dim * elem_bytes; }
+};
+
+enum ChunkPart : uint8_t { kKeys = 1, kValues = 2, kProbeKeys = 4 };
+
+struct StoreOptions {
+  ChunkGeometry geometry;
+  std::string fingerprint;     // model + dtype + chunk size; opening with another is an error
+  bool create_if_missing = true;
+  int io_threads = 8;          // parallel direct reads
+  double read_bytes_per_second = 0;  // cap on disk reads (0: none), to emulate slower disks
+};
+
+// Where one (chunk, layer) lives and what it should hash to.
+struct ChunkLocation {
+  uint64_t offset = 0;  // of the keys part in chunks.dat
+  uint32_t crc[3] = {0, 0, 0};  // keys, values, probe keys
+};
+
+struct ChunkWrite {
+  uint64_t chunk_id;
+  int layer;
+  const void* keys;    // KeyBytes()
+  const void* values;  // KeyBytes()
+  const void* probe;   // ProbeBytes()
+};
+
+struct ChunkRead {
+  uint64_t chunk_id;
+  int layer;
+  uint8_t parts;       // ChunkPart bits
+  void* keys = nullptr;    // KeyBytes() each, when the part is asked for
+  void* values = nullptr;
+  void* probe = nullptr;
+};
+
+struct StoreCounters {
+  std::atomic<uint64_t> bytes_read{0};
+  std::atomic<uint64_t> parts_read{0};
+  std::atomic<uint64_t> bytes_written{0};
+};
+
+class ChunkStore {
+ public:
+  // Opens or creates the store in `dir`. Errors: another fingerprint or
+  // geometry, an unreadable manifest, I/O failures. `committed` receives the
+  // metadata of every committed record, in order, for the caller to replay.
+  static StatusOr<std::unique_ptr<ChunkStore>> Open(const std::string& dir, const StoreOptions& opt,
+                                                     std::vector<std::string>* committed);
+  ~ChunkStore();
+
+  // Durably stores `writes` and `meta` as one record. All or nothing: after a
+  // crash the record is either whole or absent. REQUIRES: no chunk is stored twice.
+  Status Commit(const std::vector<ChunkWrite>& writes, const std::string& meta);
+  // Reads the asked parts of every request in parallel, verifying checksums.
+  // REQUIRES: buffers of the right size; any alignment.
+  Status Read(const std::vector<ChunkRead>& reads);
+  bool Has(uint64_t chunk_id, int layer) const;
+  // Reads every part of every chunk and checks it; the first problem is the error.
+  Status Verify(uint64_t* chunks_checked);
+
+  const ChunkGeometry& geometry() const { return opt_.geometry; }
+  const std::string& dir() const { return dir_; }
+  size_t chunk_count() const;
+  uint64_t data_bytes() const { return data_end_; }
+  const StoreCounters& counters() const { return counters_; }
+  bool bandwidth_capped() const { return opt_.read_bytes_per_second > 0; }
+
+ private:
+  ChunkStore() = default;
+  size_t PartStride(int part) const;  // padded size of part index 0..2
+  Status ReadOne(const ChunkRead& r);
+  void Throttle(size_t bytes);
+
+  std::string dir_;
+  StoreOptions opt_;
+  int data_fd_ = -1;     // buffered, for appends
+  int direct_fd_ = -1;   // O_DIRECT, for reads
+  int log_fd_ = -1;
+  uint64_t data_end_ = 0;
+  mutable std::mutex mu_;  // guards index_, data_end_, commits
+  std::map<std::pair<uint64_t, int>, ChunkLocation> index_;
+  std::unique_ptr<ThreadPool> io_;
+  StoreCounters counters_;
+  std::mutex throttle_mu_;
+  double throttle_free_at_ = 0;  // seconds on the steady clock when the disk is next free
+};
+
+}  // namespace impress
