@@ -1,0 +1,113 @@
+#include "cache/radix_tree.h"
+
+#include "common/status.h"
+
+namespace impress {
+
+RadixTree::RadixTree(int chunk_tokens) : chunk_tokens_(chunk_tokens) { IMPRESS_CHECK(chunk_tokens > 0); }
+
+std::vector<int32_t> RadixTree::ChunkAt(const std::vector<int32_t>& t, size_t chunk) const {
+  return std::vector<int32_t>(t.begin() + chunk * chunk_tokens_, t.begin() + (chunk + 1) * chunk_tokens_);
+}
+
+RadixTree::Match RadixTree::MatchPrefix(const std::vector<int32_t>& tokens) const {
+  Match m;
+  m.chunk_tokens = chunk_tokens_;
+  const size_t total = tokens.size() / chunk_tokens_;
+  const Node* node = &root_;
+  size_t at = 0;  // chunks of `tokens` matched so far
+  while (at < total) {
+    auto it = node->children.find(ChunkAt(tokens, at));
+    if (it == node->children.end()) break;
+    const Node* child = it->second.get();
+    m.path.push_back(const_cast<Node*>(child));
+    size_t k = 0;
+    while (k < child->chunks.size() && at < total &&
+           std::equal(tokens.begin() + at * chunk_tokens_, tokens.begin() + (at + 1) * chunk_tokens_,
+                      child->tokens.begin() + k * chunk_tokens_)) {
+      m.chunks.push_back(child->chunks[k]);
+      ++k;
+      ++at;
+    }
+    if (k < child->chunks.size()) break;
+    node = child;
+  }
+  return m;
+}
+
+int64_t RadixTree::NewChunks(const std::vector<int32_t>& tokens) const {
+  return static_cast<int64_t>(tokens.size() / chunk_tokens_) - static_cast<int64_t>(MatchPrefix(tokens).chunks.size());
+}
+
+void RadixTree::Split(Node* node, size_t keep) {
+  // node keeps its first `keep` chunks; a new child takes the rest and the children.
+  auto tail = std::make_unique<Node>();
+  tail->id = next_node_id_++;
+  tail->parent = node;
+  tail->tokens.assign(node->tokens.begin() + keep * chunk_tokens_, node->tokens.end());
+  tail->chunks.assign(node->chunks.begin() + keep, node->chunks.end());
+  tail->children = std::move(node->children);
+  tail->lock_ref = node->lock_ref;
+  for (auto& [k, c] : tail->children) c->parent = tail.get();
+  for (uint64_t c : tail->chunks) owner_[c] = tail.get();
+  node->tokens.resize(keep * chunk_tokens_);
+  node->chunks.resize(keep);
+  node->children.clear();
+  node->children[ChunkAt(tail->tokens, 0)] = std::move(tail);
+  ++nodes_;
+}
+
+std::vector<uint64_t> RadixTree::Insert(const std::vector<int32_t>& tokens) {
+  const size_t total = tokens.size() / chunk_tokens_;
+  std::vector<uint64_t> ids;
+  Node* node = &root_;
+  size_t at = 0;
+  while (at < total) {
+    auto key = ChunkAt(tokens, at);
+    auto it = node->children.find(key);
+    if (it == node->children.end()) {
+      auto leaf = std::make_unique<Node>();
+      leaf->id = next_node_id_++;
+      leaf->parent = node;
+      leaf->tokens.assign(tokens.begin() + at * chunk_tokens_, tokens.begin() + total * chunk_tokens_);
+      for (; at < total; ++at) {
+        leaf->chunks.push_back(next_chunk_id_++);
+        owner_[leaf->chunks.back()] = leaf.get();
+        ids.push_back(leaf->chunks.back());
+      }
+      node->children[key] = std::move(leaf);
+      ++nodes_;
+      break;
+    }
+    Node* child = it->second.get();
+    size_t k = 0;
+    while (k < child->chunks.size() && at < total &&
+           std::equal(tokens.begin() + at * chunk_tokens_, tokens.begin() + (at + 1) * chunk_tokens_,
+                      child->tokens.begin() + k * chunk_tokens_)) {
+      ids.push_back(child->chunks[k]);
+      ++k;
+      ++at;
+    }
+    if (k < child->chunks.size() && at < total) Split(child, k);
+    node = child;
+  }
+  return ids;
+}
+
+void RadixTree::Lock(const Match& m) {
+  for (Node* n : m.path) ++n->lock_ref;
+}
+
+void RadixTree::Unlock(const Match& m) {
+  for (Node* n : m.path) {
+    IMPRESS_CHECK(n->lock_ref > 0);
+    --n->lock_ref;
+  }
+}
+
+bool RadixTree::IsLocked(uint64_t chunk) const {
+  auto it = owner_.find(chunk);
+  return it != owner_.end() && it->second->lock_ref > 0;
+}
+
+}  // namespace impress
