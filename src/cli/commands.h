@@ -21,6 +21,7 @@ void AddInfoCommand(CLI::App& app, std::vector<Command>* commands);
 void AddTokenizeCommand(CLI::App& app, std::vector<Command>* commands);
 void AddGenerateCommand(CLI::App& app, std::vector<Command>* commands);
 void AddEvalCommand(CLI::App& app, std::vector<Command>* commands);
+void AddRunCommand(CLI::App& app, std::vector<Command>* commands);
 
 // Prints "impress: error: <message>" on stderr and returns the exit code 1.
 int Fail(const Status& status);

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   impress::AddTokenizeCommand(app, &commands);
   impress::AddGenerateCommand(app, &commands);
   impress::AddEvalCommand(app, &commands);
+  impress::AddRunCommand(app, &commands);
   CLI11_PARSE(app, argc, argv);
   try {
     for (auto& [cmd, run] : commands)

@@ -8,6 +8,43 @@
 
 namespace impress {
 
+StatusOr<ScoredContext> TokenizeContext(const Tokenizer& tok, const std::string& context) {
+  ScoredContext c;
+  size_t keep = context.find_last_not_of(" \t\n\r\f\v");
+  c.text = keep == std::string::npos ? "" : context.substr(0, keep + 1);
+  c.moved = context.substr(c.text.size());
+  ASSIGN_OR_RETURN(c.ids, tok.Encode(c.text, /*add_special_tokens=*/false));
+  if (c.ids.empty()) return Status::Error("document has an empty context");
+  return c;
+}
+
+StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const ScoredContext& ctx,
+                                const at::Tensor& last_logprobs, DenseKvCache& kv, const Doc& doc) {
+  const int64_t ctx_len = kv.size();
+  IMPRESS_CHECK(ctx_len == static_cast<int64_t>(ctx.ids.size()));
+  DocScore score;
+  double best = -1e300, best_norm = -1e300;
+  for (size_t c = 0; c < doc.choices.size(); ++c) {
+    ASSIGN_OR_RETURN(std::vector<int32_t> whole, tok.Encode(ctx.text + ctx.moved + " " + doc.choices[c], false));
+    if (whole.size() <= ctx.ids.size()) return Status::Error("choice " + std::to_string(c) + " adds no tokens");
+    std::vector<int32_t> cont(whole.begin() + ctx.ids.size(), whole.end());
+    double ll = last_logprobs[cont[0]].item<double>();
+    if (cont.size() > 1) {
+      std::vector<int32_t> run(cont.begin(), cont.end() - 1);
+      RETURN_IF_ERROR(ValidateTokens(model.config(), run, ctx_len));
+      at::Tensor lp = at::log_softmax(model.Forward(run, ctx_len, kv, ForwardOptions{true}), -1).cpu();
+      at::Tensor next = at::tensor(std::vector<int64_t>(cont.begin() + 1, cont.end()), at::kLong);
+      ll += lp.gather(1, next.unsqueeze(1)).sum().item<double>();
+      kv.Truncate(ctx_len);
+    }
+    score.loglik.push_back(ll);
+    const double norm = ll / static_cast<double>(std::max<size_t>(1, Utf8Length(doc.choices[c])));
+    if (ll > best) best = ll, score.pred = static_cast<int>(c);
+    if (norm > best_norm) best_norm = norm, score.pred_norm = static_cast<int>(c);
+  }
+  return score;
+}
+
 Scorer::Scorer(Model& model, const Tokenizer& tok)
     : model_(model), tok_(tok), cache_(model.config().num_layers) {}
 
@@ -22,47 +59,17 @@ Status Scorer::SetPrefix(const std::string& prefix) {
 }
 
 StatusOr<DocScore> Scorer::Score(const Doc& doc) {
-  std::string context = prefix_ + doc.text;
-  // lm-eval moves the context's trailing whitespace onto the continuation.
-  size_t keep = context.find_last_not_of(" \t\n\r\f\v");
-  std::string moved = keep == std::string::npos ? context : context.substr(keep + 1);
-  context.resize(context.size() - moved.size());
-  ASSIGN_OR_RETURN(std::vector<int32_t> ctx, tok_.Encode(context, false));
-  if (ctx.empty()) return Status::Error("document has an empty context");
-
+  ASSIGN_OR_RETURN(ScoredContext ctx, TokenizeContext(tok_, prefix_ + doc.text));
   // Reuse the held prefix KV for the tokens the context shares with it; at
   // least one context token is run, to predict the continuation's first token.
   int64_t m = 0;
-  const int64_t limit = std::min<int64_t>(prefix_tokens(), static_cast<int64_t>(ctx.size()) - 1);
-  while (m < limit && ctx[m] == prefix_ids_[m]) ++m;
+  const int64_t limit = std::min<int64_t>(prefix_tokens(), static_cast<int64_t>(ctx.ids.size()) - 1);
+  while (m < limit && ctx.ids[m] == prefix_ids_[m]) ++m;
   cache_.Truncate(m);
-  std::vector<int32_t> rest(ctx.begin() + m, ctx.end());
+  std::vector<int32_t> rest(ctx.ids.begin() + m, ctx.ids.end());
   RETURN_IF_ERROR(ValidateTokens(model_.config(), rest, m));
   at::Tensor last = at::log_softmax(model_.Forward(rest, m, cache_)[0], -1).cpu();
-  const int64_t ctx_len = cache_.size();
-
-  DocScore score;
-  double best = -1e300, best_norm = -1e300;
-  for (size_t c = 0; c < doc.choices.size(); ++c) {
-    const std::string cont = moved + " " + doc.choices[c];
-    ASSIGN_OR_RETURN(std::vector<int32_t> whole, tok_.Encode(context + cont, false));
-    if (whole.size() <= ctx.size()) return Status::Error("choice " + std::to_string(c) + " adds no tokens");
-    std::vector<int32_t> cont_ids(whole.begin() + ctx.size(), whole.end());
-    double ll = last[cont_ids[0]].item<double>();
-    if (cont_ids.size() > 1) {
-      std::vector<int32_t> run(cont_ids.begin(), cont_ids.end() - 1);
-      RETURN_IF_ERROR(ValidateTokens(model_.config(), run, ctx_len));
-      at::Tensor lp = at::log_softmax(model_.Forward(run, ctx_len, cache_, ForwardOptions{true}), -1).cpu();
-      at::Tensor next = at::tensor(std::vector<int64_t>(cont_ids.begin() + 1, cont_ids.end()), at::kLong);
-      ll += lp.gather(1, next.unsqueeze(1)).sum().item<double>();
-      cache_.Truncate(ctx_len);
-    }
-    score.loglik.push_back(ll);
-    const double norm = ll / static_cast<double>(std::max<size_t>(1, Utf8Length(doc.choices[c])));
-    if (ll > best) best = ll, score.pred = static_cast<int>(c);
-    if (norm > best_norm) best_norm = norm, score.pred_norm = static_cast<int>(c);
-  }
-  return score;
+  return ScoreChoices(model_, tok_, ctx, last, cache_, doc);
 }
 
 }  // namespace impress

@@ -9,6 +9,8 @@
 #include "data/task.h"
 #include "model/kv_provider.h"
 
+#include <ATen/core/Tensor.h>
+
 namespace impress {
 
 class Model;
@@ -19,6 +21,21 @@ struct DocScore {
   int pred = 0;                // argmax loglik (lm-eval's acc)
   int pred_norm = 0;           // argmax loglik / len(choice) in characters (acc_norm)
 };
+
+// A context tokenized as lm-eval does: trailing whitespace moved onto the
+// continuation, no special tokens.
+struct ScoredContext {
+  std::string text;   // the context without its trailing whitespace
+  std::string moved;  // that whitespace, prepended to every continuation
+  std::vector<int32_t> ids;
+};
+StatusOr<ScoredContext> TokenizeContext(const Tokenizer& tok, const std::string& context);
+
+// Scores every choice of `doc` after `ctx`, given the KV of all ctx.ids in `kv`
+// and the log-probabilities that follow the context's last token. Each choice
+// runs only its own tokens over `kv`, which is left holding ctx.ids again.
+StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const ScoredContext& ctx,
+                                const at::Tensor& last_logprobs, DenseKvCache& kv, const Doc& doc);
 
 // Scores documents as lm-eval's HF backend does: context = prefix + doc.text,
 // continuation = " " + choice; context tokens and whole-string tokens are

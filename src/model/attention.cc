@@ -87,6 +87,9 @@ void DenseKvCache::Append(const LayerQkv& qkv) {
   len_[l] = need;
 }
 
+at::Tensor DenseKvCache::keys(int layer) const { return k_[layer].narrow(1, 0, len_[layer]); }
+at::Tensor DenseKvCache::values(int layer) const { return v_[layer].narrow(1, 0, len_[layer]); }
+
 void DenseKvCache::Truncate(int64_t n) {
   for (auto& len : len_) len = std::min(len, n);
 }

@@ -58,6 +58,9 @@ class DenseKvCache final : public KvProvider {
   int64_t size() const { return len_.empty() ? 0 : len_.back(); }
   // Forgets every token from position n on. REQUIRES: n >= 0
   void Truncate(int64_t n);
+  // Held keys / values of `layer`: [num_kv_heads, size(), head_dim] views.
+  at::Tensor keys(int layer) const;
+  at::Tensor values(int layer) const;
 
  private:
   std::vector<at::Tensor> k_, v_;  // [num_kv_heads, capacity, head_dim]

@@ -1,0 +1,223 @@
+// impress run: a request stream over a prefix pool through one or more
+// systems; TTFT, I/O and accuracy per system.
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "common/progress.h"
+#include "common/units.h"
+#include "data/task.h"
+#include "data/workload.h"
+#include "engine/prefix_store.h"
+#include "engine/request.h"
+#include "eval/scorer.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+
+namespace impress {
+namespace {
+
+struct RunOptions {
+  std::string model, task = "piqa", data = "data", systems = "recomp,as", store;
+  int pool = 8, prefix_tokens = 2048, requests = 50, warmup = 10, chunk = 64;
+  std::string gpu_cache = "64M", cpu_cache = "128M", disk_bw = "0", h2d_bw = "0";
+  std::string policy = "lru", kv_dtype = "float16";
+  double mean = 0.5, spread = 0.2;
+  uint64_t seed = 1234;
+  bool no_prefetch = false;
+  std::string json_path;
+  RuntimeFlags runtime;
+};
+
+struct SystemRun {
+  std::string system;
+  std::vector<double> ttft, io;
+  int64_t bytes[3] = {0, 0, 0}, hits[2] = {0, 0}, chunk_loads = 0, disk_chunks = 0;
+  int64_t reused = 0, computed = 0, recomputed_after_error = 0;
+  int correct = 0, n = 0;
+};
+
+int RunRun(const RunOptions& o) {
+  ApplyRuntimeFlags(o.runtime);
+  const TaskSpec* task = FindTask(o.task);
+  if (task == nullptr) return Fail(Status::Error("--task: unknown task '" + o.task + "'"));
+  std::vector<System> systems;
+  {
+    std::stringstream ss(o.systems);
+    for (std::string name; std::getline(ss, name, ',');) {
+      auto s = ParseSystem(name);
+      if (!s.ok()) return Fail(s.status());
+      systems.push_back(*s);
+    }
+  }
+  int64_t sizes[4];
+  const std::string* size_args[4] = {&o.gpu_cache, &o.cpu_cache, &o.disk_bw, &o.h2d_bw};
+  const char* size_names[4] = {"--gpu-cache", "--cpu-cache", "--disk-bw", "--h2d-bw"};
+  for (int i = 0; i < 4; ++i) {
+    auto b = ParseBytes(*size_args[i]);
+    if (!b.ok()) return Fail(b.status().WithContext(size_names[i]));
+    sizes[i] = *b;
+  }
+  auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
+  if (!tok.ok()) return Fail(tok.status());
+  auto model = LoadModel(o.model, LoadOptions{o.runtime.device, o.runtime.dtype});
+  if (!model.ok()) return Fail(model.status());
+  Model& m = **model;
+  auto train = LoadSplit(*task, SplitPath(o.data, *task, task->train_split));
+  if (!train.ok()) return Fail(train.status());
+  auto docs = LoadSplit(*task, SplitPath(o.data, *task, task->eval_split));
+  if (!docs.ok()) return Fail(docs.status());
+  PrefixPoolOptions po{o.pool, std::min(o.prefix_tokens, m.config().max_positions - 256), o.seed};
+  auto pool = BuildPrefixPool(*train, **tok, po);
+  if (!pool.ok()) return Fail(pool.status());
+  std::vector<std::vector<int32_t>> pool_ids;
+  for (const auto& p : *pool) pool_ids.push_back(*(*tok)->Encode(p.text, false));
+  RequestStreamOptions ro{o.warmup + o.requests, o.mean, o.spread, o.seed};
+  std::vector<Request> stream = MakeRequestStream(o.pool, static_cast<int>(docs->size()), ro);
+
+  std::unique_ptr<PrefixStore> store;
+  bool needs_store = false;
+  for (System s : systems) needs_store |= s != System::kRecomp;
+  if (needs_store) {
+    if (o.store.empty()) return Fail(Status::Error("--store DIR is required for systems that reuse prefix KV"));
+    PrefixStoreOptions so;
+    so.dir = o.store;
+    so.chunk_tokens = o.chunk;
+    so.kv_dtype = o.kv_dtype;
+    so.tiers.gpu_bytes = sizes[0];
+    so.tiers.cpu_bytes = sizes[1];
+    so.tiers.policy = o.policy;
+    so.tiers.h2d_bytes_per_second = static_cast<double>(sizes[3]);
+    so.disk_bytes_per_second = static_cast<double>(sizes[2]);
+    auto ps = PrefixStore::Open(m, so);
+    if (!ps.ok()) return Fail(ps.status());
+    store = std::move(*ps);
+  }
+
+  DenseKvCache kv(m.config().num_layers);
+  std::vector<SystemRun> runs;
+  for (System system : systems) {
+    SystemRun run;
+    run.system = SystemName(system);
+    if (system != System::kRecomp) {  // the whole pool on disk before measuring (reused across runs)
+      Progress fill(std::string("fill store"), o.pool);
+      for (int p = 0; p < o.pool; ++p) {
+        if (store->tree().NewChunks(pool_ids[p]) > 0) {
+          kv.Truncate(0);
+          m.Forward(pool_ids[p], 0, kv);
+          auto added = store->Insert(pool_ids[p], kv);
+          if (!added.ok()) return Fail(added.status());
+        }
+        fill.Update(p + 1);
+      }
+    }
+    Progress progress(std::string("run ") + run.system, static_cast<int64_t>(stream.size()));
+    for (size_t i = 0; i < stream.size(); ++i) {
+      const Request& r = stream[i];
+      const Doc& doc = (*docs)[r.doc];
+      auto ctx = TokenizeContext(**tok, (*pool)[r.prefix].text + doc.text);
+      if (!ctx.ok()) return Fail(ctx.status());
+      int64_t storable = 0;
+      const auto& pid = pool_ids[r.prefix];
+      while (storable < static_cast<int64_t>(std::min(pid.size(), ctx->ids.size())) && pid[storable] == ctx->ids[storable])
+        ++storable;
+      RequestTrace trace;
+      auto last = RunRequest(system, m, store.get(), ctx->ids, storable, kv, &trace, RequestOptions{!o.no_prefetch});
+      if (!last.ok()) return Fail(last.status());
+      auto score = ScoreChoices(m, **tok, *ctx, *last, kv, doc);
+      if (!score.ok()) return Fail(score.status());
+      progress.Update(static_cast<int64_t>(i) + 1);
+      if (static_cast<int>(i) < o.warmup) continue;
+      run.ttft.push_back(trace.ttft_ms);
+      run.io.push_back(trace.io_ms);
+      for (int t = 0; t < 3; ++t) run.bytes[t] += trace.load.bytes[t];
+      for (int t = 0; t < 2; ++t) run.hits[t] += trace.load.hits[t];
+      run.chunk_loads += trace.load.chunks;
+      run.disk_chunks += trace.load.disk_chunks;
+      run.reused += trace.reused_tokens;
+      run.computed += trace.computed_tokens;
+      run.recomputed_after_error += trace.recomputed_after_error;
+      run.correct += score->pred == doc.gold;
+      run.n++;
+    }
+    runs.push_back(std::move(run));
+  }
+
+  const ModelConfig& c = m.config();
+  std::printf("model %s, task %s, pool %d x %d tokens, %d requests (+%d warm-up), chunk %d, kv %s\n", o.model.c_str(),
+              o.task.c_str(), o.pool, o.prefix_tokens, o.requests, o.warmup, o.chunk, o.kv_dtype.c_str());
+  std::printf("caches: gpu %s (%s), cpu %s, policy %s; disk cap %s, h2d cap %s; KV %lld bytes/token\n\n",
+              o.gpu_cache.c_str(), m.device().is_cuda() ? "CUDA" : "emulated in host memory", o.cpu_cache.c_str(),
+              o.policy.c_str(), sizes[2] ? o.disk_bw.c_str() : "off", sizes[3] ? o.h2d_bw.c_str() : "off",
+              static_cast<long long>(c.KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)));
+  std::printf("| system | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks read | acc |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  nlohmann::ordered_json j;
+  j["config"] = {{"model", o.model}, {"task", o.task}, {"pool", o.pool}, {"prefix_tokens", o.prefix_tokens},
+                 {"requests", o.requests}, {"warmup", o.warmup}, {"chunk", o.chunk}, {"kv_dtype", o.kv_dtype},
+                 {"gpu_cache", sizes[0]}, {"cpu_cache", sizes[1]}, {"policy", o.policy}, {"disk_bw", sizes[2]},
+                 {"h2d_bw", sizes[3]}, {"seed", o.seed}, {"mean", o.mean}, {"spread", o.spread},
+                 {"device", m.device().is_cuda() ? "cuda" : "cpu"}, {"prefetch", !o.no_prefetch}};
+  j["runs"] = nlohmann::json::array();
+  for (const auto& r : runs) {
+    const double ttft = Mean(r.ttft), io = Mean(r.io);
+    const double share = ttft > 0 ? io / ttft : 0;
+    const int64_t loads = r.chunk_loads;
+    const double hit_gpu = loads ? double(r.hits[0]) / loads : 0, hit_cpu = loads ? double(r.hits[1]) / loads : 0;
+    const double acc = r.n ? double(r.correct) / r.n : 0;
+    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %.3f |\n",
+                r.system.c_str(), ttft, Percentile(r.ttft, 50), Percentile(r.ttft, 99), io, share, r.bytes[0] / 1e6,
+                r.bytes[1] / 1e6, r.bytes[2] / 1e6, hit_gpu, hit_cpu, static_cast<long long>(r.disk_chunks), acc);
+    j["runs"].push_back({{"system", r.system}, {"requests", r.n},
+                         {"ttft_ms", {{"mean", ttft}, {"p50", Percentile(r.ttft, 50)}, {"p99", Percentile(r.ttft, 99)}}},
+                         {"io_ms", {{"mean", io}}}, {"io_share", share},
+                         {"bytes_read", {{"gpu", r.bytes[0]}, {"cpu", r.bytes[1]}, {"disk", r.bytes[2]}}},
+                         {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", r.disk_chunks},
+                         {"chunk_loads", loads}, {"reused_tokens", r.reused}, {"computed_tokens", r.computed},
+                         {"recomputed_after_error", r.recomputed_after_error}, {"acc", acc}});
+  }
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    if (!out) return Fail(Status::Error(o.json_path + ": cannot write"));
+    out << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Request stream over a prefix pool: TTFT, I/O and accuracy per system");
+  cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
+  cmd->add_option("--task", o->task, "piqa, rte, copa or openbookqa");
+  cmd->add_option("--system", o->systems, "comma-separated: recomp, as");
+  cmd->add_option("--pool", o->pool, "distinct prefixes")->check(CLI::PositiveNumber);
+  cmd->add_option("--prefix-tokens", o->prefix_tokens, "target length of each prefix")->check(CLI::PositiveNumber);
+  cmd->add_option("--requests", o->requests, "measured requests")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->warmup, "requests run before measuring")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--gpu-cache", o->gpu_cache, "GPU cache bytes (K/M/G)");
+  cmd->add_option("--cpu-cache", o->cpu_cache, "CPU cache bytes (K/M/G)");
+  cmd->add_option("--store", o->store, "chunk store directory (kept across runs)");
+  cmd->add_option("--disk-bw", o->disk_bw, "cap disk reads at this many bytes/s (0: none)");
+  cmd->add_option("--h2d-bw", o->h2d_bw, "cap host-to-device copies at this many bytes/s (0: none)");
+  cmd->add_option("--chunk", o->chunk, "tokens per chunk")->check(CLI::PositiveNumber);
+  cmd->add_option("--policy", o->policy, "cache policy")->check(CLI::IsMember({"lru", "lfu"}));
+  cmd->add_option("--kv-dtype", o->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
+  cmd->add_option("--mean", o->mean, "centre of the prefix choice, fraction of the pool");
+  cmd->add_option("--spread", o->spread, "standard deviation of the prefix choice, fraction of the pool");
+  cmd->add_option("--seed", o->seed, "seed of the pool and the stream");
+  cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl");
+  cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
+  cmd->add_option("--json", o->json_path, "write the results as JSON");
+  AddRuntimeFlags(cmd, &o->runtime);
+  commands->push_back({cmd, [o] { return RunRun(*o); }});
+}
+
+}  // namespace impress

@@ -1,0 +1,169 @@
+#include "engine/prefix_store.h"
+
+#include <ATen/ATen.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "model/model.h"
+#include "store/crc32c.h"
+
+namespace impress {
+namespace {
+
+StatusOr<at::ScalarType> KvType(const std::string& s) {
+  if (s == "float16") return at::kHalf;
+  if (s == "bfloat16") return at::kBFloat16;
+  if (s == "float32") return at::kFloat;
+  return Status::Error("--kv-dtype: unknown '" + s + "' (float16, bfloat16, float32)");
+}
+
+// KV heads the probe query heads [0, probe_heads) read.
+int ProbeKvHeads(const ModelConfig& c, int probe_heads) {
+  std::set<int> kv;
+  const int g = c.num_heads / c.num_kv_heads;
+  for (int h = 0; h < std::min(probe_heads, c.num_heads); ++h) kv.insert(h / g);
+  return static_cast<int>(kv.size());
+}
+
+uint32_t WeightsChecksum(const std::string& dir) {
+  std::string path = dir + "/model.safetensors";
+  if (!std::filesystem::exists(path)) {
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".safetensors") path = std::min(path, e.path().string());
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::vector<char> buf(1 << 20);
+  ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);
+  ::close(fd);
+  return n > 0 ? Crc32c(buf.data(), static_cast<size_t>(n)) : 0;
+}
+
+}  // namespace
+
+std::string StoreFingerprint(const Model& model, const std::string& kv_dtype, int chunk_tokens) {
+  const ModelConfig& c = model.config();
+  char crc[16];
+  std::snprintf(crc, sizeof(crc), "%08x", WeightsChecksum(model.dir()));
+  return c.model_type + "-L" + std::to_string(c.num_layers) + "-D" + std::to_string(c.hidden_size) + "-KV" +
+         std::to_string(c.num_kv_heads) + "x" + std::to_string(c.head_dim) + "-V" + std::to_string(c.vocab_size) +
+         "-w" + crc + "/" + kv_dtype + "/c" + std::to_string(chunk_tokens);
+}
+
+PrefixStore::PrefixStore(const Model& model, const PrefixStoreOptions& opt)
+    : model_(model), opt_(opt), tree_(opt.chunk_tokens) {}
+
+StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, const PrefixStoreOptions& opt) {
+  if (opt.chunk_tokens <= 0) return Status::Error("--chunk must be positive");
+  std::unique_ptr<PrefixStore> s(new PrefixStore(model, opt));
+  ASSIGN_OR_RETURN(s->kv_type_, KvType(opt.kv_dtype));
+  const ModelConfig& c = model.config();
+  s->geo_ = ChunkGeometry{opt.chunk_tokens, c.num_layers, c.num_kv_heads, c.head_dim,
+                          ProbeKvHeads(c, opt.probe_heads), static_cast<int>(c10::elementSize(s->kv_type_))};
+  StoreOptions so;
+  so.geometry = s->geo_;
+  so.fingerprint = StoreFingerprint(model, opt.kv_dtype, opt.chunk_tokens);
+  so.io_threads = opt.io_threads;
+  so.read_bytes_per_second = opt.disk_bytes_per_second;
+  std::vector<std::string> committed;
+  ASSIGN_OR_RETURN(s->disk_, ChunkStore::Open(opt.dir, so, &committed));
+  for (const auto& meta : committed) {  // rebuild the tree: same inserts, same chunk ids
+    auto j = nlohmann::json::parse(meta);
+    s->tree_.Insert(j["tokens"].get<std::vector<int32_t>>());
+  }
+  TierOptions tiers = opt.tiers;
+  tiers.gpu_device = model.device();
+  ASSIGN_OR_RETURN(s->cache_, TieredCache::Create(tiers));
+  RadixTree* tree = &s->tree_;
+  s->cache_->SetPinned([tree](uint64_t key) { return tree->IsLocked(key >> 12); });
+  return s;
+}
+
+int64_t PrefixStore::chunk_kv_bytes() const { return 2 * static_cast<int64_t>(geo_.KeyBytes()); }
+
+ChunkKv PrefixStore::FromBytes(const void* k, const void* v) const {
+  auto opts = at::TensorOptions().dtype(kv_type_);
+  const std::vector<int64_t> shape = {geo_.chunk_tokens, geo_.kv_heads, geo_.head_dim};
+  return {at::from_blob(const_cast<void*>(k), shape, opts).clone(), at::from_blob(const_cast<void*>(v), shape, opts).clone()};
+}
+
+Status PrefixStore::LoadLayer(const std::vector<uint64_t>& chunks, int layer, at::Tensor* k, at::Tensor* v,
+                              LoadStats* stats) {
+  std::vector<ChunkKv> parts(chunks.size());
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    Tier tier;
+    auto hit = cache_->Get(CacheKey(chunks[i], layer), &tier);
+    if (hit) {
+      parts[i] = *hit;
+      stats->hits[static_cast<int>(tier)]++;
+      stats->bytes[static_cast<int>(tier)] += hit->bytes();
+    } else {
+      missing.push_back(i);
+    }
+  }
+  if (!missing.empty()) {
+    const size_t kb = geo_.KeyBytes();
+    std::vector<uint8_t> buf(missing.size() * 2 * kb);
+    std::vector<ChunkRead> reads;
+    for (size_t j = 0; j < missing.size(); ++j)
+      reads.push_back({chunks[missing[j]], layer, kKeys | kValues, &buf[2 * j * kb], &buf[(2 * j + 1) * kb], nullptr});
+    RETURN_IF_ERROR(disk_->Read(reads));
+    for (size_t j = 0; j < missing.size(); ++j) {
+      ChunkKv kv = FromBytes(&buf[2 * j * kb], &buf[(2 * j + 1) * kb]);
+      cache_->Put(CacheKey(chunks[missing[j]], layer), kv);
+      parts[missing[j]] = kv;
+    }
+    stats->disk_chunks += static_cast<int64_t>(missing.size());
+    stats->bytes[2] += static_cast<int64_t>(missing.size() * 2 * kb);
+    cache_->RecordDiskRead(static_cast<int64_t>(missing.size() * 2 * kb));
+  }
+  stats->chunks += static_cast<int64_t>(chunks.size());
+  std::vector<at::Tensor> ks, vs;
+  for (auto& p : parts) {
+    ks.push_back(p.k.to(model_.device()));
+    vs.push_back(p.v.to(model_.device()));
+  }
+  // [n*C, Hkv, d] -> [Hkv, n*C, d] in the compute dtype.
+  *k = at::cat(ks, 0).transpose(0, 1).to(model_.dtype()).contiguous();
+  *v = at::cat(vs, 0).transpose(0, 1).to(model_.dtype()).contiguous();
+  return Status::OK();
+}
+
+StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv) {
+  const int64_t c = opt_.chunk_tokens;
+  const int64_t matched = static_cast<int64_t>(tree_.MatchPrefix(tokens).chunks.size());
+  const int64_t total = static_cast<int64_t>(tokens.size()) / c;
+  if (total <= matched) return int64_t{0};
+  IMPRESS_CHECK(kv.size() >= total * c);
+  const uint64_t first_id = tree_.next_chunk_id();
+  std::vector<at::Tensor> keep;
+  std::vector<ChunkWrite> writes;
+  std::vector<std::pair<uint64_t, ChunkKv>> to_cache;
+  for (int l = 0; l < geo_.layers; ++l) {
+    // [Hkv, T, d] -> token-major [T, Hkv, d] in the stored dtype, on the host.
+    at::Tensor k = kv.keys(l).narrow(1, matched * c, (total - matched) * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
+    at::Tensor v = kv.values(l).narrow(1, matched * c, (total - matched) * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
+    at::Tensor p = k.narrow(1, 0, geo_.probe_kv_heads).contiguous();
+    keep.insert(keep.end(), {k, v, p});
+    for (int64_t i = 0; i < total - matched; ++i) {
+      const uint64_t id = first_id + static_cast<uint64_t>(i);
+      writes.push_back({id, l, k[i * c].data_ptr(), v[i * c].data_ptr(), p[i * c].data_ptr()});
+      to_cache.push_back({CacheKey(id, l), ChunkKv{k.narrow(0, i * c, c).clone(), v.narrow(0, i * c, c).clone()}});
+    }
+  }
+  std::vector<int32_t> whole(tokens.begin(), tokens.begin() + total * c);
+  RETURN_IF_ERROR(disk_->Commit(writes, nlohmann::json{{"tokens", whole}}.dump()));
+  std::vector<uint64_t> ids = tree_.Insert(whole);
+  IMPRESS_CHECK(ids.size() == static_cast<size_t>(total) && ids[matched] == first_id);
+  for (auto& [key, chunk] : to_cache) cache_->Put(key, chunk);
+  return total - matched;
+}
+
+}  // namespace impress
