@@ -22,6 +22,7 @@ void AddTokenizeCommand(CLI::App& app, std::vector<Command>* commands);
 void AddGenerateCommand(CLI::App& app, std::vector<Command>* commands);
 void AddEvalCommand(CLI::App& app, std::vector<Command>* commands);
 void AddRunCommand(CLI::App& app, std::vector<Command>* commands);
+void AddStoreCommand(CLI::App& app, std::vector<Command>* commands);
 
 // Prints "impress: error: <message>" on stderr and returns the exit code 1.
 int Fail(const Status& status);

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   impress::AddGenerateCommand(app, &commands);
   impress::AddEvalCommand(app, &commands);
   impress::AddRunCommand(app, &commands);
+  impress::AddStoreCommand(app, &commands);
   CLI11_PARSE(app, argc, argv);
   try {
     for (auto& [cmd, run] : commands)

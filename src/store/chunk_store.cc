@@ -148,6 +148,26 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   return s;
 }
 
+StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string& dir,
+                                                                std::vector<std::string>* committed) {
+  const std::string manifest = dir + "/MANIFEST";
+  std::ifstream in(manifest);
+  if (!in) return Status::Error(dir + ": no store here (MANIFEST missing)");
+  StoreOptions opt;
+  try {
+    json j = json::parse(in);
+    const json& g = j.at("geometry");
+    opt.geometry = ChunkGeometry{g.at("chunk_tokens").get<int>(), g.at("layers").get<int>(), g.at("kv_heads").get<int>(),
+                                 g.at("head_dim").get<int>(), g.at("probe_kv_heads").get<int>(),
+                                 g.at("elem_bytes").get<int>()};
+    opt.fingerprint = j.at("fingerprint").get<std::string>();
+  } catch (const std::exception& e) {
+    return Status::Error(manifest + ": corrupt manifest: " + e.what());
+  }
+  opt.create_if_missing = false;
+  return Open(dir, opt, committed);
+}
+
 ChunkStore::~ChunkStore() {
   io_.reset();
   for (int fd : {data_fd_, direct_fd_, log_fd_})

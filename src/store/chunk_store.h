@@ -88,6 +88,9 @@ class ChunkStore {
   // metadata of every committed record, in order, for the caller to replay.
   static StatusOr<std::unique_ptr<ChunkStore>> Open(const std::string& dir, const StoreOptions& opt,
                                                      std::vector<std::string>* committed);
+  // Opens an existing store with the geometry and fingerprint its manifest
+  // records (for inspection: stats, verify).
+  static StatusOr<std::unique_ptr<ChunkStore>> OpenExisting(const std::string& dir, std::vector<std::string>* committed);
   ~ChunkStore();
 
   // Durably stores `writes` and `meta` as one record. All or nothing: after a
@@ -101,6 +104,7 @@ class ChunkStore {
   Status Verify(uint64_t* chunks_checked);
 
   const ChunkGeometry& geometry() const { return opt_.geometry; }
+  const std::string& fingerprint() const { return opt_.fingerprint; }
   const std::string& dir() const { return dir_; }
   size_t chunk_count() const;
   uint64_t data_bytes() const { return data_end_; }
