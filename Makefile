@@ -16,7 +16,7 @@ GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 help:
 	@echo "make setup   install dependencies, prepare $(MODEL) and data/ (once per machine)"
 	@echo "make test    build, prepare test fixtures, run every test"
-	@echo "make bench   prefill throughput: this engine vs transformers"
+	@echo "make bench   prefill vs transformers; store read bandwidth vs fio"
 	@echo "make demo    run the main job on the default model"
 
 setup:
@@ -46,6 +46,7 @@ test: fixtures
 
 bench: build
 	bash scripts/bench_prefill.sh $(MODEL) $(BUILD)
+	bash scripts/bench_store.sh $(BUILD)
 
 demo: build model
 	$(BUILD)/impress info --model $(MODEL)

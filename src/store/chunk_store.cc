@@ -268,8 +268,15 @@ Status ChunkStore::ReadOne(const ChunkRead& r) {
     size_t len = 0;
     for (int p = part; p <= last; ++p) len += PartStride(p);
     Throttle(len);
-    AlignedBuffer buf(len);
-    if (buf.p == nullptr) return Status::Error("out of memory for a direct read");
+    // One aligned buffer per I/O thread, grown as needed.
+    thread_local std::unique_ptr<AlignedBuffer> tls;
+    thread_local size_t tls_size = 0;
+    if (tls_size < len) {
+      tls = std::make_unique<AlignedBuffer>(len);
+      tls_size = tls->p ? len : 0;
+    }
+    if (tls_size < len) return Status::Error("out of memory for a direct read");
+    AlignedBuffer& buf = *tls;
     size_t done = 0;
     while (done < len) {
       ssize_t n = ::pread(direct_fd_, static_cast<uint8_t*>(buf.p) + done, len - done, static_cast<off_t>(start + done));
