@@ -48,9 +48,10 @@ bench: build
 	bash scripts/bench_prefill.sh $(MODEL) $(BUILD)
 	bash scripts/bench_store.sh $(BUILD)
 
-demo: build model
+demo: build model data
 	$(BUILD)/impress info --model $(MODEL)
 	$(BUILD)/impress generate --model $(MODEL) --prompt "The capital of France is" -n 20
+	$(BUILD)/impress eval --model $(MODEL) --task copa --shots 5 --limit 50
 
 clean:
 	rm -rf $(BUILD)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check on a CUDA machine that has python3 with torch + transformers, a
 # compiler and CMake, but maybe no Debian -dev packages and no network:
-#   scripts/gpu_check.sh DEPS_DIR TOKENIZERS_DIR LOG_DIR
+#   [DATA_DIR=data] scripts/gpu_check.sh DEPS_DIR TOKENIZERS_DIR LOG_DIR
 # DEPS_DIR from scripts/pack_deps.sh; TOKENIZERS_DIR holds gpt2/ and llama2/.
 # Builds against the machine's own LibTorch, runs the model tests on CUDA
 # (fp32, against transformers on CPU), then times prefill of a Llama-2-7B-shaped
@@ -31,7 +31,7 @@ python3 scripts/make_fixtures.py --tiny-only --out build-gpu/fixtures --shared "
 step "model tests on CUDA (fp32 vs transformers on CPU)"
 echo "TMPDIR=${TMPDIR:-unset}"
 IMPRESS_FIXTURES=$PWD/build-gpu/fixtures IMPRESS_TEST_DEVICE=cuda \
-  build-gpu/impress_tests --gtest_filter='*ModelVsTransformers*:Safetensors*:TensorSet*:Config*:Model.*' 2>&1 | tail -25
+  build-gpu/impress_tests --gtest_filter='*ModelVsTransformers*:*ReuseTest*:Safetensors*:TensorSet*:Config*:Model.*:ChunkStore*:TieredCache*:RadixTree*' 2>&1 | grep -E "OK|FAILED|PASSED|Failure|SKIPPED" | tail -40
 
 step "Llama-2-7B-shaped model, 8 layers, random fp16 weights"
 big=/tmp/llama7b-8l
@@ -69,4 +69,10 @@ for n in 2048 8192; do
     --benchmark_report_aggregates_only=true 2>/dev/null | grep -E "prefill|mean|median"
   python3 scripts/bench_prefill.py --model "$big" --tokens $n --device cuda --dtype float16 --repeats 5
 done
+if [ -d "${DATA_DIR:-}" ]; then
+  step "impress run on CUDA: recomp vs as, PIQA, 4 prefixes of 2K tokens, caches smaller than the pool"
+  build-gpu/impress run --model "$big" --task piqa --data "$DATA_DIR" --system recomp,as --pool 4 --prefix-tokens 2048 \
+    --requests 24 --warmup 4 --gpu-cache 256M --cpu-cache 512M --store /tmp/gpu-store --device cuda --dtype float16 \
+    --json "$logdir/run_cuda.json"
+fi
 step done

@@ -21,7 +21,7 @@ class ReuseTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     auto manifest = testing::FixtureManifest();
     if (!manifest["models"].contains(GetParam())) GTEST_SKIP() << GetParam() << " not made here";
-    auto m = LoadModel(manifest["models"][GetParam()], LoadOptions{"cpu", "float32"});
+    auto m = LoadModel(manifest["models"][GetParam()], LoadOptions{testing::TestDevice(), "float32"});
     ASSERT_TRUE(m.ok()) << m.status().message();
     model_ = std::move(*m);
   }
@@ -63,7 +63,7 @@ TEST_P(ReuseTest, FullReuseEqualsRecompute) {
       EXPECT_EQ(at.load.chunks, 6 * model_->config().num_layers);
     }
     // fp16-stored KV: log-probabilities agree to fp16 rounding, and the argmax is the same.
-    EXPECT_LE((*got - *want).abs().max().item<double>(), 2e-2) << "request " << q;
+    EXPECT_LE((*got - *want).abs().max().item<double>(), 2e-2) << "request " << q;  // fp16 KV
     EXPECT_EQ(got->argmax().item<int64_t>(), want->argmax().item<int64_t>());
   }
 }

@@ -26,19 +26,13 @@ struct Reference {
   }
 };
 
-// IMPRESS_TEST_DEVICE=cuda runs the comparisons on a GPU (still fp32).
-std::string TestDevice() {
-  const char* d = std::getenv("IMPRESS_TEST_DEVICE");
-  return d ? d : "cpu";
-}
-
 class ModelVsTransformers : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto manifest = testing::FixtureManifest();
     if (!manifest["models"].contains(GetParam())) GTEST_SKIP() << "fixture model " << GetParam() << " not made here";
     dir_ = manifest["models"][GetParam()];
-    auto m = LoadModel(dir_, LoadOptions{TestDevice(), "float32"});
+    auto m = LoadModel(dir_, LoadOptions{testing::TestDevice(), "float32"});
     ASSERT_TRUE(m.ok()) << m.status().message();
     model_ = std::move(*m);
     auto f = SafetensorsFile::Open(testing::FixturesDir() + "/reference/" + GetParam() + ".safetensors");

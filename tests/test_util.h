@@ -29,6 +29,12 @@ inline nlohmann::json FixtureManifest() {
   return nlohmann::json::parse(in);
 }
 
+// IMPRESS_TEST_DEVICE=cuda runs model comparisons on a GPU (still fp32).
+inline std::string TestDevice() {
+  const char* d = std::getenv("IMPRESS_TEST_DEVICE");
+  return d ? d : "cpu";
+}
+
 // A fresh directory removed when the object dies.
 class TempDir {
  public:

@@ -20,6 +20,10 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& op
 ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t) {
   at::Device dev = t == 0 ? opt_.gpu_device : at::Device(at::kCPU);
   ChunkKv out{kv.k.to(dev), kv.v.to(dev)};
+  if (t == 1 && opt_.gpu_device.is_cuda()) {  // the CPU tier is pinned under CUDA, for fast copies up
+    out.k = out.k.pin_memory();
+    out.v = out.v.pin_memory();
+  }
   if (t == 0 && opt_.h2d_bytes_per_second > 0 && kv.k.device() != dev)
     std::this_thread::sleep_for(std::chrono::duration<double>(out.bytes() / opt_.h2d_bytes_per_second));
   if (t == 0 && opt_.gpu_device.is_cpu()) {  // emulated device pool: a copy, as a transfer would make
