@@ -125,9 +125,8 @@ int RunEval(const EvalOptions& o) {
                             {"prefix_tokens", r.prefix_tokens}});
   }
   if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    if (!out) return Fail(Status::Error(o.json_path + ": cannot write"));
-    out << j.dump(2) << "\n";
+    Status w = WriteTextFile(o.json_path, j.dump(2) + "\n");
+    if (!w.ok()) return Fail(w);
   }
   return 0;
 }

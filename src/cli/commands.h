@@ -27,6 +27,9 @@ void AddStoreCommand(CLI::App& app, std::vector<Command>* commands);
 // Prints "impress: error: <message>" on stderr and returns the exit code 1.
 int Fail(const Status& status);
 
+// Writes `text` to `path` (a --json option); an error names the file.
+Status WriteTextFile(const std::string& path, const std::string& text);
+
 // Options every command that runs a model shares.
 struct RuntimeFlags {
   std::string device = "auto";

@@ -2,6 +2,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <fstream>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -12,6 +13,12 @@ namespace impress {
 int Fail(const Status& status) {
   std::cerr << "impress: error: " << status.message() << "\n";
   return 1;
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!(out << text)) return Status::Error(path + ": cannot write");
+  return Status::OK();
 }
 
 void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags) {

@@ -31,13 +31,6 @@ class LlamaModel final : public Model {
   at::Tensor lm_head;   // [V, D] (the embedding when tied)
   at::Tensor inv_freq;  // [d/2] fp32
   std::vector<LlamaLayer> layers;
-
-  void SetIdentity(const ModelConfig& c, const WeightLoader& w) {
-    config_ = c;
-    dir_ = w.dir();
-    device_ = w.device();
-    dtype_ = w.dtype();
-  }
 };
 
 at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& w, double eps) {
@@ -95,7 +88,7 @@ at::Tensor LlamaModel::Forward(const std::vector<int32_t>& tokens, int64_t start
 
 StatusOr<std::unique_ptr<Model>> CreateLlamaModel(const ModelConfig& c, const WeightLoader& w) {
   auto m = std::make_unique<LlamaModel>();
-  m->SetIdentity(c, w);
+  m->SetIdentity(c, w.dir(), w.device(), w.dtype());
   const int64_t D = c.hidden_size, V = c.vocab_size, F = c.intermediate_size, d = c.head_dim;
   const int64_t qd = int64_t{c.num_heads} * d, kvd = int64_t{c.num_kv_heads} * d;
   ASSIGN_OR_RETURN(m->embed, w.Get("model.embed_tokens.weight", {V, D}));

@@ -38,6 +38,14 @@ class Model {
   virtual at::Tensor Forward(const std::vector<int32_t>& tokens, int64_t start_pos, KvProvider& kv,
                              const ForwardOptions& opt = {}) = 0;
 
+  // For architecture factories: what this model is and where it computes.
+  void SetIdentity(const ModelConfig& config, const std::string& dir, at::Device device, at::ScalarType dtype) {
+    config_ = config;
+    dir_ = dir;
+    device_ = device;
+    dtype_ = dtype;
+  }
+
  protected:
   ModelConfig config_;
   std::string dir_;

@@ -37,13 +37,6 @@ class OptModel final : public Model {
   at::Tensor final_ln_w, final_ln_b;  // [D] when has_final_ln and affine
   at::Tensor lm_head;              // [V, P]
   std::vector<OptLayer> layers;
-
-  void SetIdentity(const ModelConfig& c, const WeightLoader& w) {
-    config_ = c;
-    dir_ = w.dir();
-    device_ = w.device();
-    dtype_ = w.dtype();
-  }
 };
 
 at::Tensor Norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
@@ -91,7 +84,7 @@ at::Tensor OptModel::Forward(const std::vector<int32_t>& tokens, int64_t start_p
 
 StatusOr<std::unique_ptr<Model>> CreateOptModel(const ModelConfig& c, const WeightLoader& w) {
   auto m = std::make_unique<OptModel>();
-  m->SetIdentity(c, w);
+  m->SetIdentity(c, w.dir(), w.device(), w.dtype());
   const int64_t D = c.hidden_size, V = c.vocab_size, F = c.intermediate_size, P = c.word_embed_proj_dim;
   const bool affine = c.layer_norm_elementwise_affine;
   // Hugging Face names the decoder "model.decoder." under OPTForCausalLM and
