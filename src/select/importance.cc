@@ -1,0 +1,85 @@
+#include "select/importance.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "common/status.h"
+
+namespace impress {
+
+at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale) {
+  const int64_t hq = q.size(0), t = q.size(1), d = q.size(2);
+  const int64_t hkv = prefix_k.size(0), p = prefix_k.size(1);
+  IMPRESS_CHECK(hq % hkv == 0 && new_k.size(0) == hkv && new_k.size(1) == t);
+  const int64_t g = hq / hkv;
+  at::Tensor qf = (q.to(at::kFloat) * scale).reshape({hkv, g * t, d});
+  at::Tensor keys = at::cat({prefix_k, new_k}, 1).to(at::kFloat);  // [Hkv, P + T, d]
+  at::Tensor scores = at::bmm(qf, keys.transpose(1, 2)).view({hkv, g, t, p + t});
+  // Row i (of the new tokens) sees every prefix column and new columns j <= i.
+  auto opts = at::TensorOptions().device(q.device());
+  at::Tensor future = at::arange(t, opts.dtype(at::kLong)).unsqueeze(0) > at::arange(t, opts.dtype(at::kLong)).unsqueeze(1);
+  scores.slice(3, p).masked_fill_(future, -std::numeric_limits<float>::infinity());
+  at::Tensor probs = at::softmax(scores, -1);
+  return probs.slice(3, 0, p).sum(2).reshape({hq, p});
+}
+
+at::Tensor TopKSets(const at::Tensor& importance, int64_t k) {
+  IMPRESS_CHECK(k >= 1 && k <= importance.size(1));
+  return std::get<0>(std::get<1>(importance.topk(k, /*dim=*/1)).sort(1));
+}
+
+double Jaccard(const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor both = at::cat({a, b}).cpu();
+  const int64_t uni = std::get<0>(at::_unique(both)).numel();
+  const int64_t inter = a.numel() + b.numel() - uni;
+  return uni == 0 ? 1.0 : static_cast<double>(inter) / uni;
+}
+
+double MeanPairwiseJaccard(const at::Tensor& sets) {
+  const int64_t h = sets.size(0);
+  IMPRESS_CHECK(h >= 2);
+  double sum = 0;
+  int pairs = 0;
+  for (int64_t i = 0; i < h; ++i)
+    for (int64_t j = i + 1; j < h; ++j, ++pairs) sum += Jaccard(sets[i], sets[j]);
+  return sum / pairs;
+}
+
+double SimilarityThreshold(int64_t k, int64_t n, double alpha) {
+  const double r = static_cast<double>(k) / n;
+  return std::pow(r / (2 - r), alpha);
+}
+
+at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64_t k) {
+  const int64_t p = importance.size(1);
+  at::Tensor s = sets.cpu(), imp = importance.to(at::kDouble).cpu();
+  at::Tensor votes = at::zeros({p}, at::kDouble);
+  votes.index_add_(0, s.flatten(), at::ones({s.numel()}, at::kDouble));
+  at::Tensor total = imp.sum(0);
+  // Sort key: votes first, then summed importance. Importance sums are below
+  // the number of query rows, so scale votes past any possible sum.
+  const double big = std::max(1.0, total.max().item<double>()) * 4 + 1;
+  at::Tensor key = votes * big + total;
+  // Stable descending sort keeps lower indices first among equal keys.
+  at::Tensor order = std::get<1>(key.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
+  return std::get<0>(order.slice(0, 0, k).sort()).to(sets.device());
+}
+
+ItfDecision DecideItf(const at::Tensor& probe_importance, int64_t k, double alpha) {
+  ItfDecision d;
+  const int64_t n = probe_importance.size(1);
+  at::Tensor sets = TopKSets(probe_importance, k);
+  d.similarity = MeanPairwiseJaccard(sets);
+  d.threshold = SimilarityThreshold(k, n, alpha);
+  d.trusted = d.similarity > d.threshold;
+  if (d.trusted) d.agreed = AgreedSet(sets, probe_importance, k);
+  return d;
+}
+
+int64_t RetainedTokens(double retention, int64_t n) {
+  int64_t k = static_cast<int64_t>(std::ceil(retention * n - 1e-9));
+  return std::clamp<int64_t>(k, 1, n);
+}
+
+}  // namespace impress

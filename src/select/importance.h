@@ -1,0 +1,51 @@
+// Token importance and IMPRESS's similarity-guided identification (PAPER.md,
+// section 1), as pure functions on tensors: the selectors of the H2O and
+// IMPRESS systems are built from these.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+namespace impress {
+
+// H2O importance of each prefix token for each query head: the column sums,
+// over the new tokens' query rows, of the true attention weights (softmax
+// over the prefix keys and the new tokens' own keys up to the row).
+//   q        [Hq, T, d]  new tokens' queries (RoPE applied, unscaled)
+//   prefix_k [Hkv, P, d] prefix keys the heads use (query head h uses h / (Hq / Hkv))
+//   new_k    [Hkv, T, d] new tokens' keys
+// Returns [Hq, P] in fp32.
+at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale);
+
+// Indices of the k highest scores per row of `importance` [H, P], ascending: [H, k].
+at::Tensor TopKSets(const at::Tensor& importance, int64_t k);
+
+// |A ∩ B| / |A ∪ B| of two index sets given as 1-D tensors of distinct indices.
+double Jaccard(const at::Tensor& a, const at::Tensor& b);
+// Mean Jaccard index over all pairs of rows of `sets` [H, k]. REQUIRES: H >= 2
+double MeanPairwiseJaccard(const at::Tensor& sets);
+
+// The trust threshold t = j^alpha, where j = (k/n) / (2 - k/n) is the expected
+// Jaccard index of two random k-subsets of n. alpha = 0 gives t = 1.
+double SimilarityThreshold(int64_t k, int64_t n, double alpha);
+
+// The set the probe heads agree on: tokens ranked by how many rows of `sets`
+// hold them, ties broken by summed importance over the rows (then by lower
+// index); exactly k, ascending. sets [H, k], importance [H, P].
+at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64_t k);
+
+struct ItfDecision {
+  bool trusted = false;     // similarity > threshold: the agreed set serves every head
+  double similarity = 0;    // mean pairwise Jaccard of the probe heads' sets
+  double threshold = 1;
+  at::Tensor agreed;        // [k] when trusted
+};
+
+// IMPRESS's test on the probe heads' importance [H_probe, P].
+ItfDecision DecideItf(const at::Tensor& probe_importance, int64_t k, double alpha);
+
+// k = ceil(retention * n), at least 1 and at most n.
+int64_t RetainedTokens(double retention, int64_t n);
+
+}  // namespace impress

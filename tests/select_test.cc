@@ -1,0 +1,101 @@
+// Importance and IMPRESS identification on constructed inputs, against the
+// paper's definitions.
+#include "select/importance.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace impress {
+namespace {
+
+at::Tensor Idx(std::vector<int64_t> v) { return at::tensor(v, at::kLong); }
+
+TEST(Select, Jaccard) {
+  EXPECT_DOUBLE_EQ(Jaccard(Idx({1, 2, 3}), Idx({1, 2, 3})), 1.0);
+  EXPECT_DOUBLE_EQ(Jaccard(Idx({1, 2, 3}), Idx({4, 5, 6})), 0.0);
+  EXPECT_DOUBLE_EQ(Jaccard(Idx({1, 2, 3, 4}), Idx({3, 4, 5, 6})), 2.0 / 6.0);
+  at::Tensor sets = at::stack({Idx({0, 1}), Idx({0, 1}), Idx({0, 2})});
+  // pairs: 1, 1/3, 1/3
+  EXPECT_NEAR(MeanPairwiseJaccard(sets), (1.0 + 1.0 / 3 + 1.0 / 3) / 3, 1e-12);
+}
+
+TEST(Select, ThresholdFollowsTheFormula) {
+  // k/n = 0.25: j = 0.25 / 1.75
+  const double j = 0.25 / 1.75;
+  EXPECT_DOUBLE_EQ(SimilarityThreshold(25, 100, 0.0), 1.0);  // alpha = 0: never trust the probe
+  EXPECT_NEAR(SimilarityThreshold(25, 100, 0.6), std::pow(j, 0.6), 1e-12);
+  EXPECT_NEAR(SimilarityThreshold(25, 100, 1.0), j, 1e-12);
+  double prev = 1.0;
+  for (double a : {0.3, 0.6, 1.0, 2.0}) {  // t falls as alpha grows
+    double t = SimilarityThreshold(25, 100, a);
+    EXPECT_LT(t, prev);
+    prev = t;
+  }
+  // Keeping everything: j = 1, so t = 1 for every alpha.
+  EXPECT_DOUBLE_EQ(SimilarityThreshold(100, 100, 0.6), 1.0);
+}
+
+TEST(Select, AgreedSetRanksByVotesThenScore) {
+  // Three probe heads over 6 tokens, k = 2.
+  at::Tensor imp = at::tensor({0.9, 0.8, 0.1, 0.0, 0.3, 0.0,     // head 0 picks {0, 1}
+                               0.9, 0.0, 0.7, 0.0, 0.2, 0.0,     // head 1 picks {0, 2}
+                               0.95, 0.0, 0.0, 0.0, 0.6, 0.0},   // head 2 picks {0, 4}
+                              at::kFloat).view({3, 6});
+  at::Tensor sets = TopKSets(imp, 2);
+  EXPECT_TRUE(sets.equal(at::stack({Idx({0, 1}), Idx({0, 2}), Idx({0, 4})})));
+  // Token 0 has 3 votes; 1, 2 and 4 have one each, summed scores 0.8, 0.8, 1.1: token 4 wins.
+  EXPECT_TRUE(AgreedSet(sets, imp, 2).equal(Idx({0, 4})));
+  // Equal votes and equal sums: the lower index wins.
+  at::Tensor tie = at::tensor({1.0, 0.5, 0.5, 0.0}, at::kFloat).view({1, 4});
+  at::Tensor tie_sets = at::stack({Idx({0, 1}), Idx({0, 2})});
+  EXPECT_TRUE(AgreedSet(tie_sets, at::cat({tie, tie}), 2).equal(Idx({0, 1})));
+}
+
+TEST(Select, FallbackWhenProbeHeadsDisagree) {
+  // Heads that agree exactly: similarity 1 > t for any alpha > 0.
+  at::Tensor same = at::tensor({5.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, at::kFloat).repeat({3, 1});
+  ItfDecision d = DecideItf(same, 2, 0.6);
+  EXPECT_TRUE(d.trusted);
+  EXPECT_DOUBLE_EQ(d.similarity, 1.0);
+  EXPECT_TRUE(d.agreed.equal(Idx({0, 1})));
+  // alpha = 0 makes t = 1: even perfect agreement is not trusted (strictly greater).
+  EXPECT_FALSE(DecideItf(same, 2, 0.0).trusted);
+  // Disjoint choices: similarity 0, below any threshold: fall back.
+  at::Tensor apart = at::zeros({3, 8});
+  apart[0][0] = apart[0][1] = 1;
+  apart[1][2] = apart[1][3] = 1;
+  apart[2][4] = apart[2][5] = 1;
+  ItfDecision f = DecideItf(apart, 2, 0.6);
+  EXPECT_FALSE(f.trusted);
+  EXPECT_DOUBLE_EQ(f.similarity, 0.0);
+  EXPECT_FALSE(f.agreed.defined());
+}
+
+// Importance = column sums of the true attention weights (softmax over prefix
+// and the new tokens' own keys up to each row), checked against a direct
+// computation; GQA heads share their KV head's keys.
+TEST(Select, ImportanceIsColumnSumOfAttentionWeights) {
+  at::manual_seed(3);
+  const int64_t hq = 4, hkv = 2, t = 3, p = 5, d = 8;
+  const float scale = 1.0f / std::sqrt(float(d));
+  at::Tensor q = at::randn({hq, t, d}), pk = at::randn({hkv, p, d}), nk = at::randn({hkv, t, d});
+  at::Tensor imp = PrefixImportance(q, pk, nk, scale);
+  ASSERT_EQ(imp.sizes(), (at::IntArrayRef{hq, p}));
+  for (int64_t h = 0; h < hq; ++h) {
+    const int64_t kv = h / (hq / hkv);
+    at::Tensor want = at::zeros({p});
+    for (int64_t i = 0; i < t; ++i) {
+      at::Tensor keys = at::cat({pk[kv], nk[kv].slice(0, 0, i + 1)});  // what row i sees
+      want += at::softmax(at::mv(keys, q[h][i]) * scale, 0).slice(0, 0, p);
+    }
+    EXPECT_TRUE(at::allclose(imp[h], want, 1e-5, 1e-6)) << "head " << h;
+  }
+  EXPECT_EQ(RetainedTokens(0.25, 10), 3);
+  EXPECT_EQ(RetainedTokens(1.0, 10), 10);
+  EXPECT_EQ(RetainedTokens(0.0001, 10), 1);
+}
+
+}  // namespace
+}  // namespace impress
