@@ -41,8 +41,10 @@ build: $(BUILD)/CMakeCache.txt
 fixtures: build
 	$(PYTHON) scripts/make_fixtures.py --out $(BUILD)/fixtures --model $(MODEL) --shared $(SHARED)
 
+# Tests run JOBS at a time, one thread each: parallel tests with a thread pool
+# apiece oversubscribe the cores and spin.
 test: fixtures
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && OMP_NUM_THREADS=1 ctest --output-on-failure -j $(JOBS)
 
 bench: build
 	bash scripts/bench_prefill.sh $(MODEL) $(BUILD)

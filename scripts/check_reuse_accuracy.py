@@ -19,7 +19,7 @@ def main():
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(args.impress))) as tmp:
         out = os.path.join(tmp, "run.json")
         subprocess.run([args.impress, "run", "--model", args.model, "--task", "copa", "--data", args.data,
-                        "--system", "recomp,as", "--pool", "2", "--prefix-tokens", "256", "--requests", "16",
+                        "--system", "recomp,as", "--pool", "2", "--prefix-tokens", "192", "--requests", "10",
                         "--warmup", "0", "--gpu-cache", "2M", "--cpu-cache", "4M", "--store",
                         os.path.join(tmp, "store"), "--json", out], check=True, stdout=subprocess.DEVNULL)
         runs = {r["system"]: r for r in json.load(open(out))["runs"]}

@@ -17,15 +17,10 @@ namespace {
 
 using testing::TempDir;
 
-std::string DataDir() {
-  const char* d = std::getenv("IMPRESS_DATA");
-  return d ? d : "data";
-}
-
 std::vector<Doc> Load(const char* task, const char* split) {
   const TaskSpec* t = FindTask(task);
   EXPECT_NE(t, nullptr);
-  auto docs = LoadSplit(*t, SplitPath(DataDir(), *t, split));
+  auto docs = LoadSplit(*t, SplitPath(testing::DataDir(), *t, split));
   EXPECT_TRUE(docs.ok()) << docs.status().message();
   return docs.ok() ? *docs : std::vector<Doc>{};
 }
@@ -95,8 +90,10 @@ TEST(Datasets, SplitsLoadCompletely) {
   }
   // Strings are used exactly as stored: PIQA keeps edge spaces, COPA train 128 its leading space.
   std::vector<Doc> piqa = Load("piqa", "validation");
+  ASSERT_GE(piqa.size(), 2u);
   EXPECT_EQ(piqa[1].choices[0], "replace drawer with bobby pin ");
   std::vector<Doc> copa = Load("copa", "train");
+  ASSERT_GE(copa.size(), 129u);
   EXPECT_EQ(copa[128].choices[0].substr(0, 3), "  T");  // " " + " The..." (lower-casing a space changes nothing)
 }
 
@@ -132,6 +129,7 @@ TEST(Datasets, BadInputNamesFileAndLine) {
 
 TEST(Workload, ShotsAreSeededAndDistinct) {
   std::vector<Doc> train = Load("copa", "train");
+  ASSERT_GE(train.size(), 10u);
   auto a = SampleShots(train, 10, 7), b = SampleShots(train, 10, 7), c = SampleShots(train, 10, 8);
   EXPECT_EQ(BuildPrefix(a), BuildPrefix(b));
   EXPECT_NE(BuildPrefix(a), BuildPrefix(c));
@@ -145,6 +143,7 @@ TEST(Workload, PrefixPoolFillsToTargetLength) {
   auto tok = Tokenizer::FromFile(manifest["tokenizers"]["gpt2"].get<std::string>() + "/tokenizer.json");
   ASSERT_TRUE(tok.ok());
   std::vector<Doc> train = Load("piqa", "train");
+  ASSERT_FALSE(train.empty());
   PrefixPoolOptions opt;
   opt.size = 4;
   opt.target_tokens = 512;

@@ -99,3 +99,52 @@ TEST(Select, ImportanceIsColumnSumOfAttentionWeights) {
 
 }  // namespace
 }  // namespace impress
+
+// Selection inside a real model (tiny GQA Llama): retention 1.0 under h2o and
+// impress-itf reproduces full reuse exactly; lower retention changes scores.
+#include "eval/scorer.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "test_util.h"
+
+namespace impress {
+namespace {
+
+TEST(Select, RetentionOneEqualsFullReuse) {
+  auto manifest = testing::FixtureManifest();
+  const std::string dir = manifest["models"]["tiny-llama-gqa"];
+  auto model = LoadModel(dir, LoadOptions{testing::TestDevice(), "float32"});
+  auto tok = Tokenizer::FromFile(dir + "/tokenizer.json");
+  ASSERT_TRUE(model.ok() && tok.ok());
+  std::string prefix;
+  for (int i = 0; i < 12; ++i) prefix += "Question: example number " + std::to_string(i) + "?\nAnswer: yes\n\n";
+  Doc doc{"Question: is this the query?\nAnswer:", {"yes it is", "no", "maybe later"}, 0};
+  auto score = [&](SelectorOptions opt) {
+    Scorer s(**model, **tok, opt);
+    EXPECT_TRUE(s.SetPrefix(prefix).ok());
+    auto r = s.Score(doc);
+    EXPECT_TRUE(r.ok());
+    return std::make_pair(r->loglik, s.selection());
+  };
+  auto [full, full_sel] = score({});
+  for (SelectorKind kind : {SelectorKind::kH2O, SelectorKind::kItf}) {
+    auto [ll, sel] = score({kind, 1.0, 0.6, 3});
+    EXPECT_EQ(ll, full) << "retention 1.0 must equal full reuse exactly";
+    EXPECT_DOUBLE_EQ(sel.KeptShare(), 1.0);
+  }
+  auto [h2o, h2o_sel] = score({SelectorKind::kH2O, 0.25, 0.6, 3});
+  EXPECT_NE(h2o, full);
+  EXPECT_NEAR(h2o_sel.KeptShare(), 0.25, 0.01);
+  auto [itf, itf_sel] = score({SelectorKind::kItf, 0.25, 0.6, 3});
+  EXPECT_NE(itf, full);
+  int64_t probes = 0;
+  for (int64_t p : itf_sel.probes) probes += p;
+  EXPECT_EQ(probes, (*model)->config().num_layers);  // one probe test per layer of the document
+  // alpha = 0: never trusted, so IMPRESS is exactly H2O.
+  auto [never, never_sel] = score({SelectorKind::kItf, 0.25, 0.0, 3});
+  EXPECT_EQ(never, h2o);
+  EXPECT_DOUBLE_EQ(never_sel.FallbackShare(), 1.0);
+}
+
+}  // namespace
+}  // namespace impress

@@ -13,10 +13,16 @@
 
 namespace impress::testing {
 
-// The directory `make fixtures` filled (IMPRESS_FIXTURES, set by ctest).
+// The directory `make fixtures` filled (IMPRESS_FIXTURES overrides).
 inline std::string FixturesDir() {
   const char* d = std::getenv("IMPRESS_FIXTURES");
-  return d ? d : "build/fixtures";
+  return d ? d : IMPRESS_DEFAULT_FIXTURES;
+}
+
+// The folder `make data` filled (IMPRESS_DATA overrides).
+inline std::string DataDir() {
+  const char* d = std::getenv("IMPRESS_DATA");
+  return d ? d : IMPRESS_DEFAULT_DATA;
 }
 
 // fixtures.json: {"models": {name: dir}, "tokenizers": {name: dir}}.

@@ -11,6 +11,7 @@
 #include "data/task.h"
 #include "data/workload.h"
 #include "eval/scorer.h"
+#include "select/selector.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 
@@ -25,6 +26,8 @@ struct EvalOptions {
   int shots = 0;
   int limit = 0;  // 0: the whole split
   uint64_t seed = 1234;
+  double retention = 1.0;
+  double alpha = 0.6;
   std::string json_path;
   std::string samples_path;
   RuntimeFlags runtime;
@@ -35,6 +38,7 @@ struct TaskResult {
   int n = 0;
   double acc = 0, acc_norm = 0, acc_stderr = 0, acc_norm_stderr = 0;
   int prefix_tokens = 0;
+  double fallback_share = 0, kept_share = 1;
 };
 
 // lm-eval's stderr of a mean: sample standard deviation / sqrt(n).
@@ -74,6 +78,8 @@ StatusOr<TaskResult> EvalTask(const EvalOptions& o, const TaskSpec& task, Scorer
     }
     progress.Update(i + 1);
   }
+  r.fallback_share = scorer.selection().FallbackShare();
+  r.kept_share = scorer.selection().KeptShare();
   r.acc = static_cast<double>(correct) / n;
   r.acc_norm = static_cast<double>(correct_norm) / n;
   r.acc_stderr = MeanStderr(r.acc, n);
@@ -100,7 +106,13 @@ int RunEval(const EvalOptions& o) {
     samples.open(o.samples_path);
     if (!samples) return Fail(Status::Error(o.samples_path + ": cannot write"));
   }
-  Scorer scorer(**model, **tok);
+  auto kind = SelectorForSystem(o.system);
+  if (!kind.ok()) return Fail(kind.status().WithContext("--system"));
+  SelectorOptions select;
+  select.kind = *kind;
+  select.retention = o.retention;
+  select.alpha = o.alpha;
+  Scorer scorer(**model, **tok, select);
   std::vector<TaskResult> results;
   for (const TaskSpec* t : tasks) {
     auto r = EvalTask(o, *t, scorer, samples.is_open() ? &samples : nullptr);
@@ -108,21 +120,22 @@ int RunEval(const EvalOptions& o) {
     results.push_back(*r);
   }
 
-  std::printf("model %s, system %s, %d-shot, seed %llu\n\n", o.model.c_str(), o.system.c_str(), o.shots,
-              static_cast<unsigned long long>(o.seed));
-  std::printf("| %-10s | %5s | %7s | %7s | %8s | %8s | %6s |\n", "task", "n", "acc", "acc_norm", "acc_se",
-              "norm_se", "prefix");
-  std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", "------------", "-------", "---------", "----------", "----------",
-              "----------", "--------");
+  std::printf("model %s, system %s, %d-shot, seed %llu, retention %.3g, alpha %.3g\n\n", o.model.c_str(),
+              o.system.c_str(), o.shots, static_cast<unsigned long long>(o.seed), o.retention, o.alpha);
+  std::printf("| %-10s | %5s | %7s | %7s | %8s | %8s | %6s | %6s | %8s |\n", "task", "n", "acc", "acc_norm", "acc_se",
+              "norm_se", "prefix", "kept", "fallback");
+  std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------", "-------", "---------", "----------", "----------",
+              "----------", "--------", "--------", "----------");
   nlohmann::ordered_json j = {{"model", o.model}, {"system", o.system}, {"shots", o.shots}, {"seed", o.seed},
-                              {"limit", o.limit}};
+                              {"limit", o.limit}, {"retention", o.retention}, {"alpha", o.alpha}};
   j["results"] = nlohmann::json::array();
   for (const auto& r : results) {
-    std::printf("| %-10s | %5d | %7.4f | %8.4f | %8.4f | %8.4f | %6d |\n", r.task.c_str(), r.n, r.acc, r.acc_norm,
-                r.acc_stderr, r.acc_norm_stderr, r.prefix_tokens);
+    std::printf("| %-10s | %5d | %7.4f | %8.4f | %8.4f | %8.4f | %6d | %6.3f | %8.3f |\n", r.task.c_str(), r.n, r.acc,
+                r.acc_norm, r.acc_stderr, r.acc_norm_stderr, r.prefix_tokens, r.kept_share, r.fallback_share);
     j["results"].push_back({{"task", r.task}, {"n", r.n}, {"acc", r.acc}, {"acc_norm", r.acc_norm},
                             {"acc_stderr", r.acc_stderr}, {"acc_norm_stderr", r.acc_norm_stderr},
-                            {"prefix_tokens", r.prefix_tokens}});
+                            {"prefix_tokens", r.prefix_tokens}, {"kept_share", r.kept_share},
+                            {"fallback_share", r.fallback_share}});
   }
   if (!o.json_path.empty()) {
     Status w = WriteTextFile(o.json_path, j.dump(2) + "\n");
@@ -142,7 +155,11 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--limit", o->limit, "score the first N documents of each split (0: all)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--system", o->system, "how the prefix KV is obtained")->check(CLI::IsMember({"recomp"}));
+  cmd->add_option("--system", o->system, "recomp, as, h2o-lru, h2o-lfu or impress-itf: which prefix KV documents attend to")
+      ->check(CLI::IsMember({"recomp", "as", "h2o-lru", "h2o-lfu", "impress-itf"}));
+  cmd->add_option("--retention", o->retention, "share of prefix tokens each head keeps (h2o, impress)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--alpha", o->alpha, "IMPRESS threshold exponent: t = ((k/n)/(2-k/n))^alpha")->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o->seed, "seed of the few-shot sample");
   cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl (make data)");
   cmd->add_option("--json", o->json_path, "write the results as JSON");

@@ -19,9 +19,9 @@ StatusOr<ScoredContext> TokenizeContext(const Tokenizer& tok, const std::string&
 }
 
 StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const ScoredContext& ctx,
-                                const at::Tensor& last_logprobs, DenseKvCache& kv, const Doc& doc) {
-  const int64_t ctx_len = kv.size();
-  IMPRESS_CHECK(ctx_len == static_cast<int64_t>(ctx.ids.size()));
+                                const at::Tensor& last_logprobs, RewindableKv& kv, const Doc& doc) {
+  const int64_t ctx_len = static_cast<int64_t>(ctx.ids.size());
+  const RewindableKv::Mark mark = kv.Save();
   DocScore score;
   double best = -1e300, best_norm = -1e300;
   for (size_t c = 0; c < doc.choices.size(); ++c) {
@@ -35,7 +35,7 @@ StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const Scored
       at::Tensor lp = at::log_softmax(model.Forward(run, ctx_len, kv, ForwardOptions{true}), -1).cpu();
       at::Tensor next = at::tensor(std::vector<int64_t>(cont.begin() + 1, cont.end()), at::kLong);
       ll += lp.gather(1, next.unsqueeze(1)).sum().item<double>();
-      kv.Truncate(ctx_len);
+      kv.Rewind(mark);
     }
     score.loglik.push_back(ll);
     const double norm = ll / static_cast<double>(std::max<size_t>(1, Utf8Length(doc.choices[c])));
@@ -45,13 +45,14 @@ StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const Scored
   return score;
 }
 
-Scorer::Scorer(Model& model, const Tokenizer& tok)
-    : model_(model), tok_(tok), cache_(model.config().num_layers) {}
+Scorer::Scorer(Model& model, const Tokenizer& tok, const SelectorOptions& select)
+    : model_(model), tok_(tok), cache_(model.config().num_layers), select_(select) {}
 
 Status Scorer::SetPrefix(const std::string& prefix) {
   ASSIGN_OR_RETURN(prefix_ids_, tok_.Encode(prefix, /*add_special_tokens=*/false));
   prefix_ = prefix;
   cache_.Truncate(0);
+  counters_ = SelectionCounters(model_.config().num_layers);
   if (prefix_ids_.empty()) return Status::OK();
   RETURN_IF_ERROR(ValidateTokens(model_.config(), prefix_ids_, 0).WithContext("few-shot prefix"));
   model_.Forward(prefix_ids_, 0, cache_);
@@ -68,8 +69,18 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
   cache_.Truncate(m);
   std::vector<int32_t> rest(ctx.ids.begin() + m, ctx.ids.end());
   RETURN_IF_ERROR(ValidateTokens(model_.config(), rest, m));
-  at::Tensor last = at::log_softmax(model_.Forward(rest, m, cache_)[0], -1).cpu();
-  return ScoreChoices(model_, tok_, ctx, last, cache_, doc);
+  if (select_.kind == SelectorKind::kFull || m == 0) {
+    at::Tensor last = at::log_softmax(model_.Forward(rest, m, cache_)[0], -1).cpu();
+    return ScoreChoices(model_, tok_, ctx, last, cache_, doc);
+  }
+  // The shared prefix's KV is held; each layer of this document attends to the selection from it.
+  SelectedContextKv kv(model_.config().num_layers, [&](const LayerQkv& qkv) {
+    SelectedPrefix s = SelectFromPrefix(select_, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
+    counters_.Add(qkv.layer, s);
+    return s;
+  });
+  at::Tensor last = at::log_softmax(model_.Forward(rest, m, kv)[0], -1).cpu();
+  return ScoreChoices(model_, tok_, ctx, last, kv, doc);
 }
 
 }  // namespace impress

@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "data/task.h"
 #include "model/kv_provider.h"
+#include "select/selector.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -31,11 +32,13 @@ struct ScoredContext {
 };
 StatusOr<ScoredContext> TokenizeContext(const Tokenizer& tok, const std::string& context);
 
-// Scores every choice of `doc` after `ctx`, given the KV of all ctx.ids in `kv`
-// and the log-probabilities that follow the context's last token. Each choice
-// runs only its own tokens over `kv`, which is left holding ctx.ids again.
+// Scores every choice of `doc` after `ctx`, given `kv` holding the KV the
+// context's tokens attend to (all of it, or a selection) and the
+// log-probabilities that follow the context's last token. Each choice runs
+// only its own tokens over `kv` at positions after the context, and is then
+// rewound.
 StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const ScoredContext& ctx,
-                                const at::Tensor& last_logprobs, DenseKvCache& kv, const Doc& doc);
+                                const at::Tensor& last_logprobs, RewindableKv& kv, const Doc& doc);
 
 // Scores documents as lm-eval's HF backend does: context = prefix + doc.text,
 // continuation = " " + choice; context tokens and whole-string tokens are
@@ -44,7 +47,9 @@ StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const Scored
 // context KV once per document; each choice then runs only its own tokens.
 class Scorer {
  public:
-  Scorer(Model& model, const Tokenizer& tok);
+  // `select` chooses which prefix KV each layer of a document attends to
+  // (everything by default).
+  Scorer(Model& model, const Tokenizer& tok, const SelectorOptions& select = {});
 
   // Makes `prefix` the text in front of every later document.
   Status SetPrefix(const std::string& prefix);
@@ -59,6 +64,12 @@ class Scorer {
   std::string prefix_;
   std::vector<int32_t> prefix_ids_;
   DenseKvCache cache_;
+  SelectorOptions select_;
+  SelectionCounters counters_;
+
+ public:
+  // What selection did over the documents scored since SetPrefix.
+  const SelectionCounters& selection() const { return counters_; }
 };
 
 }  // namespace impress

@@ -90,6 +90,10 @@ void DenseKvCache::Append(const LayerQkv& qkv) {
 at::Tensor DenseKvCache::keys(int layer) const { return k_[layer].narrow(1, 0, len_[layer]); }
 at::Tensor DenseKvCache::values(int layer) const { return v_[layer].narrow(1, 0, len_[layer]); }
 
+void DenseKvCache::Rewind(const Mark& mark) {
+  for (size_t l = 0; l < len_.size(); ++l) len_[l] = std::min(len_[l], mark[l]);
+}
+
 void DenseKvCache::Truncate(int64_t n) {
   for (auto& len : len_) len = std::min(len, n);
 }

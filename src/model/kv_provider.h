@@ -38,6 +38,16 @@ class KvProvider {
   virtual void Append(const LayerQkv& qkv) = 0;
 };
 
+// A provider whose held KV can be rolled back: scoring several continuations
+// of one context, each run over the context's KV and then forgotten.
+class RewindableKv : public KvProvider {
+ public:
+  using Mark = std::vector<int64_t>;  // per-layer lengths
+  virtual Mark Save() const = 0;
+  // Forgets everything appended since `mark` was saved.
+  virtual void Rewind(const Mark& mark) = 0;
+};
+
 // No prefix: the new tokens are the whole sequence (recomputation).
 class NoPrefixKv final : public KvProvider {
  public:
@@ -49,7 +59,7 @@ class NoPrefixKv final : public KvProvider {
 // next call: incremental decoding, scoring several continuations of one
 // context, and the reference for exact reuse. Storage grows geometrically, so
 // an append copies only the new tokens.
-class DenseKvCache final : public KvProvider {
+class DenseKvCache final : public RewindableKv {
  public:
   explicit DenseKvCache(int num_layers) : k_(num_layers), v_(num_layers), len_(num_layers, 0) {}
   PrefixKv Prefix(const LayerQkv& qkv) override;
@@ -58,6 +68,8 @@ class DenseKvCache final : public KvProvider {
   int64_t size() const { return len_.empty() ? 0 : len_.back(); }
   // Forgets every token from position n on. REQUIRES: n >= 0
   void Truncate(int64_t n);
+  Mark Save() const override { return len_; }
+  void Rewind(const Mark& mark) override;
   // Held keys / values of `layer`: [num_kv_heads, size(), head_dim] views.
   at::Tensor keys(int layer) const;
   at::Tensor values(int layer) const;

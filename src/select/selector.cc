@@ -1,0 +1,109 @@
+#include "select/selector.h"
+
+#include <ATen/ATen.h>
+
+#include "select/importance.h"
+
+namespace impress {
+namespace {
+
+// Each query head keeps its own top-k; a KV head's values serve the union of
+// its query heads' sets, and each query head sees only its own (PAPER.md, GQA).
+SelectedPrefix H2O(const LayerQkv& qkv, const at::Tensor& pk, const at::Tensor& pv, int64_t k) {
+  SelectedPrefix s;
+  const int64_t p = pk.size(1);
+  at::Tensor imp = PrefixImportance(qkv.q, pk, qkv.k, qkv.scale);  // [Hq, P]
+  at::Tensor sets = TopKSets(imp, k);                               // [Hq, k]
+  at::Tensor keep = at::zeros({qkv.q.size(0), p}, at::TensorOptions().dtype(at::kBool).device(pk.device()));
+  keep.scatter_(1, sets, true);
+  s.kv = PrefixKv{pk, pv, keep};
+  s.total = p;
+  s.kept = k;
+  return s;
+}
+
+}  // namespace
+
+SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& pk,
+                                const at::Tensor& pv) {
+  const int64_t p = pk.defined() ? pk.size(1) : 0;
+  const int64_t k = p > 0 ? RetainedTokens(opt.retention, p) : 0;
+  SelectedPrefix s;
+  s.total = p;
+  s.kept = p;
+  s.kv = PrefixKv{pk, pv, {}};
+  if (p == 0 || opt.kind == SelectorKind::kFull || k >= p) return s;  // keeping everything is full reuse, exactly
+  if (opt.kind == SelectorKind::kH2O) return H2O(qkv, pk, pv, k);
+
+  // IMPRESS: the probe query heads' importance from the keys of the KV heads they use.
+  const int64_t hq = qkv.q.size(0), hkv = pk.size(0), g = hq / hkv;
+  const int64_t probes = std::min<int64_t>(opt.probe_heads, hq);
+  const int64_t probe_kv = (probes - 1) / g + 1;
+  at::Tensor imp = PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), pk.slice(0, 0, probe_kv),
+                                    qkv.k.slice(0, 0, probe_kv), qkv.scale)
+                       .slice(0, 0, probes);
+  ItfDecision d = DecideItf(imp, k, opt.alpha);
+  if (!d.trusted) {
+    SelectedPrefix f = H2O(qkv, pk, pv, k);
+    f.probed = f.fallback = true;
+    f.similarity = d.similarity;
+    return f;
+  }
+  at::Tensor idx = d.agreed.to(pk.device());
+  s.kv = PrefixKv{pk.index_select(1, idx), pv.index_select(1, idx), {}};
+  s.kept = k;
+  s.probed = true;
+  s.similarity = d.similarity;
+  return s;
+}
+
+void SelectionCounters::Add(int layer, const SelectedPrefix& s) {
+  probes[layer] += s.probed;
+  fallbacks[layer] += s.fallback;
+  kept[layer] += s.kept;
+  total[layer] += s.total;
+  if (s.probed) {
+    similarity_sum += s.similarity;
+    ++similarity_n;
+  }
+}
+
+double SelectionCounters::FallbackShare() const {
+  int64_t p = 0, f = 0;
+  for (size_t l = 0; l < probes.size(); ++l) p += probes[l], f += fallbacks[l];
+  return p ? double(f) / p : 0;
+}
+
+double SelectionCounters::KeptShare() const {
+  int64_t k = 0, t = 0;
+  for (size_t l = 0; l < kept.size(); ++l) k += kept[l], t += total[l];
+  return t ? double(k) / t : 1;
+}
+
+SelectedContextKv::SelectedContextKv(int layers, Source source)
+    : source_(std::move(source)), prefix_(layers), chosen_(layers, false), tail_(layers) {}
+
+PrefixKv SelectedContextKv::Prefix(const LayerQkv& qkv) {
+  const int l = qkv.layer;
+  if (!chosen_[l]) {
+    prefix_[l] = source_(qkv).kv;
+    chosen_[l] = true;
+  }
+  const PrefixKv& p = prefix_[l];
+  PrefixKv tail = tail_.Prefix(qkv);
+  if (!tail.k.defined()) return p;
+  if (!p.k.defined()) return tail;
+  PrefixKv out{at::cat({p.k, tail.k}, 1), at::cat({p.v, tail.v}, 1), {}};
+  if (p.keep.defined())
+    out.keep = at::cat({p.keep, at::ones({p.keep.size(0), tail.k.size(1)}, p.keep.options())}, 1);
+  return out;
+}
+
+StatusOr<SelectorKind> SelectorForSystem(const std::string& system) {
+  if (system == "recomp" || system == "as") return SelectorKind::kFull;
+  if (system == "h2o-lru" || system == "h2o-lfu") return SelectorKind::kH2O;
+  if (system == "impress-itf") return SelectorKind::kItf;
+  return Status::Error("unknown system '" + system + "' (recomp, as, h2o-lru, h2o-lfu, impress-itf)");
+}
+
+}  // namespace impress

@@ -1,0 +1,73 @@
+// Which prefix KV each layer attends to: everything (AS), each head's own
+// top-k by H2O importance, or IMPRESS's probe-head identification with the
+// H2O path as its fallback. Selection runs per layer on the new tokens' queries.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "common/status.h"
+#include "model/kv_provider.h"
+
+namespace impress {
+
+enum class SelectorKind { kFull, kH2O, kItf };
+
+struct SelectorOptions {
+  SelectorKind kind = SelectorKind::kFull;
+  double retention = 1.0;  // share of prefix tokens kept per head (k = ceil(retention * P))
+  double alpha = 0.6;      // IMPRESS threshold exponent
+  int probe_heads = 3;     // IMPRESS probe query heads (the first ones)
+};
+
+// The prefix KV one layer attends to, and how it was chosen.
+struct SelectedPrefix {
+  PrefixKv kv;             // keys/values [Hkv, U, d]; keep [Hq, U] when heads differ
+  int64_t total = 0;       // prefix tokens available (P)
+  int64_t kept = 0;        // tokens each head attends to (k, or P)
+  bool probed = false;     // IMPRESS ran its probe test
+  bool fallback = false;   // ... and fell back to the H2O path
+  double similarity = 0;   // mean pairwise Jaccard of the probe heads
+};
+
+// Selects from prefix keys/values held in memory ([Hkv, P, d]).
+SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& prefix_k,
+                                const at::Tensor& prefix_v);
+
+// Per-layer tallies over many selections (Fig. 19: fallbacks and load ratio).
+struct SelectionCounters {
+  explicit SelectionCounters(int layers = 0) : probes(layers), fallbacks(layers), kept(layers), total(layers) {}
+  void Add(int layer, const SelectedPrefix& s);
+  std::vector<int64_t> probes, fallbacks, kept, total;
+  double similarity_sum = 0;
+  int64_t similarity_n = 0;
+  double FallbackShare() const;  // of probed layer selections
+  double KeptShare() const;      // kept / total over all layers
+};
+
+// A request's KV: per layer, the selected prefix (chosen on the first call
+// with that layer's queries) followed by every appended token; the keep mask
+// extends over appended tokens as visible.
+class SelectedContextKv final : public RewindableKv {
+ public:
+  using Source = std::function<SelectedPrefix(const LayerQkv&)>;
+  SelectedContextKv(int layers, Source source);
+  PrefixKv Prefix(const LayerQkv& qkv) override;
+  void Append(const LayerQkv& qkv) override { tail_.Append(qkv); }
+  Mark Save() const override { return tail_.Save(); }
+  void Rewind(const Mark& mark) override { tail_.Rewind(mark); }
+
+ private:
+  Source source_;
+  std::vector<PrefixKv> prefix_;
+  std::vector<bool> chosen_;
+  DenseKvCache tail_;
+};
+
+// "recomp", "as", "h2o-lru", "h2o-lfu", "impress-itf", ... -> selector kind.
+StatusOr<SelectorKind> SelectorForSystem(const std::string& system);
+
+}  // namespace impress
