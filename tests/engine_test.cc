@@ -16,6 +16,8 @@ namespace {
 
 using testing::TempDir;
 
+System Named(const char* name, double retention = 1.0) { return *ParseSystem(name, retention); }
+
 class ReuseTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -46,15 +48,15 @@ TEST_P(ReuseTest, FullReuseEqualsRecompute) {
   auto store = PrefixStore::Open(*model_, Options(dir.path()));
   ASSERT_TRUE(store.ok()) << store.status().message();
   std::vector<int32_t> prefix = Tokens(100, 1);  // 6 whole chunks + 4 tokens
-  DenseKvCache kv(model_->config().num_layers);
+  std::unique_ptr<RewindableKv> kv;
   for (int q = 0; q < 3; ++q) {
     std::vector<int32_t> ctx = prefix;
     for (int32_t t : Tokens(9 + q, 50 + q)) ctx.push_back(t);
     RequestTrace rt, at;
-    auto want = RunRequest(System::kRecomp, *model_, store->get(), ctx, 100, kv, &rt);
-    auto got = RunRequest(System::kAs, *model_, store->get(), ctx, 100, kv, &at);
+    auto want = RunRequest(Named("recomp"), *model_, store->get(), ctx, 100, &kv, &rt);
+    auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 100, &kv, &at);
     ASSERT_TRUE(want.ok() && got.ok());
-    EXPECT_EQ(kv.size(), static_cast<int64_t>(ctx.size()));
+    EXPECT_EQ(static_cast<DenseKvCache*>(kv.get())->size(), static_cast<int64_t>(ctx.size()));
     if (q == 0) {
       EXPECT_EQ(at.reused_tokens, 0);  // first sight: computed, then stored
       EXPECT_EQ(at.stored_chunks, 6);
@@ -71,18 +73,18 @@ TEST_P(ReuseTest, FullReuseEqualsRecompute) {
 TEST_P(ReuseTest, ReopenedStoreServesCommittedPrefixes) {
   TempDir dir;
   std::vector<int32_t> ctx = Tokens(70, 2);
-  DenseKvCache kv(model_->config().num_layers);
+  std::unique_ptr<RewindableKv> kv;
   {
     auto store = PrefixStore::Open(*model_, Options(dir.path()));
     RequestTrace t;
-    ASSERT_TRUE(RunRequest(System::kAs, *model_, store->get(), ctx, 64, kv, &t).ok());
+    ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &t).ok());
     EXPECT_EQ(t.stored_chunks, 4);
   }
   auto store = PrefixStore::Open(*model_, Options(dir.path()));
   ASSERT_TRUE(store.ok()) << store.status().message();
   EXPECT_EQ((*store)->tree().chunk_count(), 4u);
   RequestTrace t;
-  ASSERT_TRUE(RunRequest(System::kAs, *model_, store->get(), ctx, 64, kv, &t).ok());
+  ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &t).ok());
   EXPECT_EQ(t.reused_tokens, 64);
   EXPECT_EQ(t.load.bytes[2], 4 * model_->config().num_layers * (*store)->chunk_kv_bytes());  // all from disk
 }
@@ -90,11 +92,11 @@ TEST_P(ReuseTest, ReopenedStoreServesCommittedPrefixes) {
 TEST_P(ReuseTest, CorruptChunkIsRecomputedNotServed) {
   TempDir dir;
   std::vector<int32_t> ctx = Tokens(40, 3);
-  DenseKvCache kv(model_->config().num_layers);
+  std::unique_ptr<RewindableKv> kv;
   {
     auto store = PrefixStore::Open(*model_, Options(dir.path()));
     RequestTrace t;
-    ASSERT_TRUE(RunRequest(System::kAs, *model_, store->get(), ctx, 32, kv, &t).ok());
+    ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &t).ok());
   }
   {
     std::fstream f(dir.File("chunks.dat"), std::ios::in | std::ios::out | std::ios::binary);
@@ -103,12 +105,53 @@ TEST_P(ReuseTest, CorruptChunkIsRecomputedNotServed) {
   }
   auto store = PrefixStore::Open(*model_, Options(dir.path()));  // caches start empty: reads hit the disk
   RequestTrace rt, at;
-  auto want = RunRequest(System::kRecomp, *model_, nullptr, ctx, 32, kv, &rt);
-  auto got = RunRequest(System::kAs, *model_, store->get(), ctx, 32, kv, &at);
+  auto want = RunRequest(Named("recomp"), *model_, nullptr, ctx, 32, &kv, &rt);
+  auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &at);
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(at.recomputed_after_error);
   EXPECT_NE(at.error.find("fails its checksum"), std::string::npos) << at.error;
   EXPECT_LE((*got - *want).abs().max().item<double>(), 1e-4);
+}
+
+// Selective loading from the store: retention 1.0 under h2o and impress-itf
+// gives the as result exactly; H2O reads no more than as; IMPRESS that never
+// trusts its probe heads (alpha = 0) reads exactly H2O's bytes plus the probe
+// keys, and runs one probe test per layer.
+TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
+  std::vector<int32_t> prefix = Tokens(160, 4);
+  std::vector<int32_t> ctx = prefix;
+  for (int32_t t : Tokens(12, 77)) ctx.push_back(t);
+  std::unique_ptr<RewindableKv> kv;
+  auto run = [&](const System& sys, RequestTrace* t) {
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;  // every load reads the disk
+    auto store = PrefixStore::Open(*model_, o);
+    RequestTrace warm;
+    EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &warm).ok());
+    auto r = RunRequest(sys, *model_, store->get(), ctx, 160, &kv, t);
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(t->reused_tokens, 160);
+    return *r;
+  };
+  RequestTrace as_t, h1_t, i1_t, h_t, i_t;
+  at::Tensor as = run(Named("as"), &as_t);
+  EXPECT_TRUE(run(Named("h2o-lru", 1.0), &h1_t).equal(as));
+  EXPECT_TRUE(run(Named("impress-itf", 1.0), &i1_t).equal(as));
+  at::Tensor h2o = run(Named("h2o-lfu", 0.1), &h_t);
+  System never = Named("impress-itf", 0.1);
+  never.select.alpha = 0;
+  at::Tensor itf = run(never, &i_t);
+  EXPECT_LE(h_t.load.bytes[2], as_t.load.bytes[2]);
+  EXPECT_TRUE(itf.equal(h2o));
+  const int64_t layers = model_->config().num_layers;
+  TempDir probe_dir;
+  auto geometry = (*PrefixStore::Open(*model_, Options(probe_dir.path())))->geometry();
+  EXPECT_EQ(i_t.load.bytes[2], h_t.load.bytes[2] + 10 * layers * static_cast<int64_t>(geometry.ProbeBytes()));
+  int64_t probes = 0, fallbacks = 0;
+  for (int l = 0; l < layers; ++l) probes += i_t.selection.probes[l], fallbacks += i_t.selection.fallbacks[l];
+  EXPECT_EQ(probes, layers);
+  EXPECT_EQ(fallbacks, layers);
 }
 
 TEST_P(ReuseTest, OtherModelStoreIsRefused) {

@@ -29,6 +29,8 @@ struct RunOptions {
   std::string gpu_cache = "64M", cpu_cache = "128M", disk_bw = "0", h2d_bw = "0";
   std::string policy = "lru", kv_dtype = "float16";
   double mean = 0.5, spread = 0.2;
+  double retention = 0.25, alpha = 0.6;
+  bool policy_set = false;
   uint64_t seed = 1234;
   bool no_prefetch = false;
   std::string json_path;
@@ -41,6 +43,9 @@ struct SystemRun {
   int64_t bytes[3] = {0, 0, 0}, hits[2] = {0, 0}, chunk_loads = 0, disk_chunks = 0;
   int64_t reused = 0, computed = 0, recomputed_after_error = 0;
   int correct = 0, n = 0;
+  std::string policy = "-";
+  double fallback_share = 0, kept_share = 1, important_share = 0;
+  std::vector<double> layer_kept;  // per layer: kept / available prefix tokens (Fig. 19)
 };
 
 int RunRun(const RunOptions& o) {
@@ -51,7 +56,7 @@ int RunRun(const RunOptions& o) {
   {
     std::stringstream ss(o.systems);
     for (std::string name; std::getline(ss, name, ',');) {
-      auto s = ParseSystem(name);
+      auto s = ParseSystem(name, o.retention, o.alpha);
       if (!s.ok()) return Fail(s.status());
       systems.push_back(*s);
     }
@@ -81,42 +86,45 @@ int RunRun(const RunOptions& o) {
   RequestStreamOptions ro{o.warmup + o.requests, o.mean, o.spread, o.seed};
   std::vector<Request> stream = MakeRequestStream(o.pool, static_cast<int>(docs->size()), ro);
 
-  std::unique_ptr<PrefixStore> store;
   bool needs_store = false;
-  for (System s : systems) needs_store |= s != System::kRecomp;
-  if (needs_store) {
-    if (o.store.empty()) return Fail(Status::Error("--store DIR is required for systems that reuse prefix KV"));
-    PrefixStoreOptions so;
-    so.dir = o.store;
-    so.chunk_tokens = o.chunk;
-    so.kv_dtype = o.kv_dtype;
-    so.tiers.gpu_bytes = sizes[0];
-    so.tiers.cpu_bytes = sizes[1];
-    so.tiers.policy = o.policy;
-    so.tiers.h2d_bytes_per_second = static_cast<double>(sizes[3]);
-    so.disk_bytes_per_second = static_cast<double>(sizes[2]);
-    auto ps = PrefixStore::Open(m, so);
-    if (!ps.ok()) return Fail(ps.status());
-    store = std::move(*ps);
-  }
+  for (const System& s : systems) needs_store |= s.reuse;
+  if (needs_store && o.store.empty())
+    return Fail(Status::Error("--store DIR is required for systems that reuse prefix KV"));
 
-  DenseKvCache kv(m.config().num_layers);
   std::vector<SystemRun> runs;
-  for (System system : systems) {
+  for (const System& system : systems) {
     SystemRun run;
-    run.system = SystemName(system);
-    if (system != System::kRecomp) {  // the whole pool on disk before measuring (reused across runs)
-      Progress fill(std::string("fill store"), o.pool);
+    run.system = system.name;
+    // Each system starts with cold caches of its own policy over the same disk store.
+    std::unique_ptr<PrefixStore> store;
+    if (system.reuse) {
+      PrefixStoreOptions so;
+      so.dir = o.store;
+      so.chunk_tokens = o.chunk;
+      so.kv_dtype = o.kv_dtype;
+      so.tiers.gpu_bytes = sizes[0];
+      so.tiers.cpu_bytes = sizes[1];
+      so.tiers.policy = o.policy_set ? o.policy : system.policy;
+      so.tiers.h2d_bytes_per_second = static_cast<double>(sizes[3]);
+      so.disk_bytes_per_second = static_cast<double>(sizes[2]);
+      auto ps = PrefixStore::Open(m, so);
+      if (!ps.ok()) return Fail(ps.status());
+      store = std::move(*ps);
+      run.policy = so.tiers.policy;
+      Progress fill(std::string("fill store"), o.pool);  // the whole pool on disk before measuring
       for (int p = 0; p < o.pool; ++p) {
         if (store->tree().NewChunks(pool_ids[p]) > 0) {
-          kv.Truncate(0);
-          m.Forward(pool_ids[p], 0, kv);
-          auto added = store->Insert(pool_ids[p], kv);
+          DenseKvCache full(m.config().num_layers);
+          m.Forward(pool_ids[p], 0, full);
+          auto added = store->Insert(pool_ids[p], full);
           if (!added.ok()) return Fail(added.status());
         }
         fill.Update(p + 1);
       }
     }
+    SelectionCounters selection(m.config().num_layers);
+    double important_sum = 0;
+    int64_t important_n = 0;
     Progress progress(std::string("run ") + run.system, static_cast<int64_t>(stream.size()));
     for (size_t i = 0; i < stream.size(); ++i) {
       const Request& r = stream[i];
@@ -128,9 +136,10 @@ int RunRun(const RunOptions& o) {
       while (storable < static_cast<int64_t>(std::min(pid.size(), ctx->ids.size())) && pid[storable] == ctx->ids[storable])
         ++storable;
       RequestTrace trace;
-      auto last = RunRequest(system, m, store.get(), ctx->ids, storable, kv, &trace, RequestOptions{!o.no_prefetch});
+      std::unique_ptr<RewindableKv> kv;
+      auto last = RunRequest(system, m, store.get(), ctx->ids, storable, &kv, &trace, RequestOptions{!o.no_prefetch});
       if (!last.ok()) return Fail(last.status());
-      auto score = ScoreChoices(m, **tok, *ctx, *last, kv, doc);
+      auto score = ScoreChoices(m, **tok, *ctx, *last, *kv, doc);
       if (!score.ok()) return Fail(score.status());
       progress.Update(static_cast<int64_t>(i) + 1);
       if (static_cast<int>(i) < o.warmup) continue;
@@ -145,23 +154,37 @@ int RunRun(const RunOptions& o) {
       run.recomputed_after_error += trace.recomputed_after_error;
       run.correct += score->pred == doc.gold;
       run.n++;
+      for (int l = 0; l < m.config().num_layers; ++l) {
+        selection.probes[l] += trace.selection.probes.empty() ? 0 : trace.selection.probes[l];
+        selection.fallbacks[l] += trace.selection.fallbacks.empty() ? 0 : trace.selection.fallbacks[l];
+        selection.kept[l] += trace.selection.kept.empty() ? 0 : trace.selection.kept[l];
+        selection.total[l] += trace.selection.total.empty() ? 0 : trace.selection.total[l];
+      }
+      important_sum += trace.important_share_sum;
+      important_n += trace.important_share_n;
     }
+    run.fallback_share = selection.FallbackShare();
+    run.kept_share = selection.KeptShare();
+    run.important_share = important_n ? important_sum / important_n : 0;
+    for (int l = 0; l < m.config().num_layers; ++l)
+      run.layer_kept.push_back(selection.total[l] ? double(selection.kept[l]) / selection.total[l] : 1.0);
     runs.push_back(std::move(run));
   }
 
   const ModelConfig& c = m.config();
   std::printf("model %s, task %s, pool %d x %d tokens, %d requests (+%d warm-up), chunk %d, kv %s\n", o.model.c_str(),
               o.task.c_str(), o.pool, o.prefix_tokens, o.requests, o.warmup, o.chunk, o.kv_dtype.c_str());
-  std::printf("caches: gpu %s (%s), cpu %s, policy %s; disk cap %s, h2d cap %s; KV %lld bytes/token\n\n",
+  std::printf("caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g\n\n",
               o.gpu_cache.c_str(), m.device().is_cuda() ? "CUDA" : "emulated in host memory", o.cpu_cache.c_str(),
-              o.policy.c_str(), sizes[2] ? o.disk_bw.c_str() : "off", sizes[3] ? o.h2d_bw.c_str() : "off",
-              static_cast<long long>(c.KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)));
-  std::printf("| system | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks read | acc |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              sizes[2] ? o.disk_bw.c_str() : "off", sizes[3] ? o.h2d_bw.c_str() : "off",
+              static_cast<long long>(c.KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)), o.retention, o.alpha);
+  std::printf("| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks read | kept | fallback | acc |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   nlohmann::ordered_json j;
   j["config"] = {{"model", o.model}, {"task", o.task}, {"pool", o.pool}, {"prefix_tokens", o.prefix_tokens},
                  {"requests", o.requests}, {"warmup", o.warmup}, {"chunk", o.chunk}, {"kv_dtype", o.kv_dtype},
-                 {"gpu_cache", sizes[0]}, {"cpu_cache", sizes[1]}, {"policy", o.policy}, {"disk_bw", sizes[2]},
+                 {"gpu_cache", sizes[0]}, {"cpu_cache", sizes[1]}, {"retention", o.retention}, {"alpha", o.alpha},
+                 {"disk_bw", sizes[2]},
                  {"h2d_bw", sizes[3]}, {"seed", o.seed}, {"mean", o.mean}, {"spread", o.spread},
                  {"device", m.device().is_cuda() ? "cuda" : "cpu"}, {"prefetch", !o.no_prefetch}};
   j["runs"] = nlohmann::json::array();
@@ -171,16 +194,19 @@ int RunRun(const RunOptions& o) {
     const int64_t loads = r.chunk_loads;
     const double hit_gpu = loads ? double(r.hits[0]) / loads : 0, hit_cpu = loads ? double(r.hits[1]) / loads : 0;
     const double acc = r.n ? double(r.correct) / r.n : 0;
-    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %.3f |\n",
-                r.system.c_str(), ttft, Percentile(r.ttft, 50), Percentile(r.ttft, 99), io, share, r.bytes[0] / 1e6,
-                r.bytes[1] / 1e6, r.bytes[2] / 1e6, hit_gpu, hit_cpu, static_cast<long long>(r.disk_chunks), acc);
+    std::printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %.3f | %.3f | %.3f |\n",
+                r.system.c_str(), r.policy.c_str(), ttft, Percentile(r.ttft, 50), Percentile(r.ttft, 99), io, share,
+                r.bytes[0] / 1e6, r.bytes[1] / 1e6, r.bytes[2] / 1e6, hit_gpu, hit_cpu,
+                static_cast<long long>(r.disk_chunks), r.kept_share, r.fallback_share, acc);
     j["runs"].push_back({{"system", r.system}, {"requests", r.n},
                          {"ttft_ms", {{"mean", ttft}, {"p50", Percentile(r.ttft, 50)}, {"p99", Percentile(r.ttft, 99)}}},
                          {"io_ms", {{"mean", io}}}, {"io_share", share},
                          {"bytes_read", {{"gpu", r.bytes[0]}, {"cpu", r.bytes[1]}, {"disk", r.bytes[2]}}},
                          {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", r.disk_chunks},
                          {"chunk_loads", loads}, {"reused_tokens", r.reused}, {"computed_tokens", r.computed},
-                         {"recomputed_after_error", r.recomputed_after_error}, {"acc", acc}});
+                         {"recomputed_after_error", r.recomputed_after_error}, {"acc", acc},
+                         {"policy", r.policy}, {"kept_share", r.kept_share}, {"fallback_share", r.fallback_share},
+                         {"important_share_of_chunks_read", r.important_share}, {"layer_kept_share", r.layer_kept}});
   }
   if (!o.json_path.empty()) {
     Status w = WriteTextFile(o.json_path, j.dump(2) + "\n");
@@ -196,7 +222,9 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   CLI::App* cmd = app.add_subcommand("run", "Request stream over a prefix pool: TTFT, I/O and accuracy per system");
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
   cmd->add_option("--task", o->task, "piqa, rte, copa or openbookqa");
-  cmd->add_option("--system", o->systems, "comma-separated: recomp, as");
+  cmd->add_option("--system", o->systems, "comma-separated: recomp, as, h2o-lru, h2o-lfu, impress-itf");
+  cmd->add_option("--retention", o->retention, "share of prefix tokens kept (h2o, impress)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--alpha", o->alpha, "IMPRESS threshold exponent")->check(CLI::NonNegativeNumber);
   cmd->add_option("--pool", o->pool, "distinct prefixes")->check(CLI::PositiveNumber);
   cmd->add_option("--prefix-tokens", o->prefix_tokens, "target length of each prefix")->check(CLI::PositiveNumber);
   cmd->add_option("--requests", o->requests, "measured requests")->check(CLI::PositiveNumber);
@@ -207,7 +235,9 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--disk-bw", o->disk_bw, "cap disk reads at this many bytes/s (0: none)");
   cmd->add_option("--h2d-bw", o->h2d_bw, "cap host-to-device copies at this many bytes/s (0: none)");
   cmd->add_option("--chunk", o->chunk, "tokens per chunk")->check(CLI::PositiveNumber);
-  cmd->add_option("--policy", o->policy, "cache policy")->check(CLI::IsMember({"lru", "lfu"}));
+  cmd->add_option("--policy", o->policy, "cache policy for every system (default: each system's own)")
+      ->check(CLI::IsMember({"lru", "lfu"}))
+      ->each([o](const std::string&) { o->policy_set = true; });
   cmd->add_option("--kv-dtype", o->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
   cmd->add_option("--mean", o->mean, "centre of the prefix choice, fraction of the pool");
   cmd->add_option("--spread", o->spread, "standard deviation of the prefix choice, fraction of the pool");

@@ -136,20 +136,79 @@ Status PrefixStore::LoadLayer(const std::vector<uint64_t>& chunks, int layer, at
   return Status::OK();
 }
 
-StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv) {
+Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_t parts, std::vector<Parts>* out,
+                          LoadStats* stats) {
+  out->resize(chunks.size());
+  const size_t kb = geo_.KeyBytes(), pb = geo_.ProbeBytes();
+  auto opts = at::TensorOptions().dtype(kv_type_);
+  std::vector<size_t> todo;
+  std::vector<uint8_t> need(chunks.size(), 0);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    Parts& p = (*out)[i];
+    uint8_t missing = 0;
+    if ((parts & kKeys) && !p.k.defined()) missing |= kKeys;
+    if ((parts & kValues) && !p.v.defined()) missing |= kValues;
+    if ((parts & kProbeKeys) && !p.probe.defined() && !p.k.defined()) missing |= kProbeKeys;
+    if (!missing) continue;
+    Tier tier;
+    if (!p.k.defined() && !p.v.defined()) {  // untouched: the caches may hold it whole
+      auto hit = cache_->Get(CacheKey(chunks[i], layer), &tier);
+      if (hit) {
+        p.k = hit->k;
+        p.v = hit->v;
+        stats->hits[static_cast<int>(tier)]++;
+        stats->bytes[static_cast<int>(tier)] += hit->bytes();
+        stats->chunks++;
+        continue;
+      }
+    }
+    need[i] = missing;
+    todo.push_back(i);
+  }
+  if (todo.empty()) return Status::OK();
+  std::vector<std::vector<uint8_t>> bufs(todo.size());
+  std::vector<ChunkRead> reads;
+  for (size_t j = 0; j < todo.size(); ++j) {
+    const uint8_t m = need[todo[j]];
+    auto& b = bufs[j];
+    b.resize(2 * kb + pb);
+    reads.push_back({chunks[todo[j]], layer, m, (m & kKeys) ? b.data() : nullptr, (m & kValues) ? b.data() + kb : nullptr,
+                     (m & kProbeKeys) ? b.data() + 2 * kb : nullptr});
+  }
+  RETURN_IF_ERROR(disk_->Read(reads));
+  const std::vector<int64_t> full = {geo_.chunk_tokens, geo_.kv_heads, geo_.head_dim};
+  const std::vector<int64_t> probe = {geo_.chunk_tokens, geo_.probe_kv_heads, geo_.head_dim};
+  int64_t bytes = 0;
+  for (size_t j = 0; j < todo.size(); ++j) {
+    Parts& p = (*out)[todo[j]];
+    const uint8_t m = need[todo[j]];
+    auto& b = bufs[j];
+    if (m & kKeys) p.k = at::from_blob(b.data(), full, opts).clone(), bytes += kb;
+    if (m & kValues) p.v = at::from_blob(b.data() + kb, full, opts).clone(), bytes += kb;
+    if (m & kProbeKeys) p.probe = at::from_blob(b.data() + 2 * kb, probe, opts).clone(), bytes += pb;
+    stats->disk_chunks++;
+    stats->chunks++;
+    if (p.k.defined() && p.v.defined()) cache_->Put(CacheKey(chunks[todo[j]], layer), ChunkKv{p.k, p.v});
+  }
+  stats->bytes[2] += bytes;
+  cache_->RecordDiskRead(bytes);
+  return Status::OK();
+}
+
+StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv, int64_t kv_offset) {
   const int64_t c = opt_.chunk_tokens;
   const int64_t matched = static_cast<int64_t>(tree_.MatchPrefix(tokens).chunks.size());
   const int64_t total = static_cast<int64_t>(tokens.size()) / c;
   if (total <= matched) return int64_t{0};
-  IMPRESS_CHECK(kv.size() >= total * c);
+  IMPRESS_CHECK(kv_offset <= matched * c && kv_offset + kv.size() >= total * c);
   const uint64_t first_id = tree_.next_chunk_id();
   std::vector<at::Tensor> keep;
   std::vector<ChunkWrite> writes;
   std::vector<std::pair<uint64_t, ChunkKv>> to_cache;
   for (int l = 0; l < geo_.layers; ++l) {
     // [Hkv, T, d] -> token-major [T, Hkv, d] in the stored dtype, on the host.
-    at::Tensor k = kv.keys(l).narrow(1, matched * c, (total - matched) * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
-    at::Tensor v = kv.values(l).narrow(1, matched * c, (total - matched) * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
+    at::Tensor k = kv.keys(l).narrow(1, matched * c - kv_offset, (total - matched) * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
+    at::Tensor v = kv.values(l).narrow(1, matched * c - kv_offset, (total - matched) * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
     at::Tensor p = k.narrow(1, 0, geo_.probe_kv_heads).contiguous();
     keep.insert(keep.end(), {k, v, p});
     for (int64_t i = 0; i < total - matched; ++i) {

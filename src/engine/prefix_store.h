@@ -47,9 +47,23 @@ class PrefixStore {
   // A chunk that fails its checksum is an error (the caller recomputes).
   Status LoadLayer(const std::vector<uint64_t>& chunks, int layer, at::Tensor* k, at::Tensor* v, LoadStats* stats);
   // Stores the whole chunks of `tokens` that the tree does not hold yet,
-  // taking their KV from `kv` (which holds at least those positions), and
-  // caches them. Returns the number of chunks added.
-  StatusOr<int64_t> Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv);
+  // taking their KV from `kv`, whose entry 0 is the token at position
+  // `kv_offset` (it must hold those positions), and caches them. Returns the
+  // number of chunks added.
+  StatusOr<int64_t> Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv, int64_t kv_offset = 0);
+
+  // Parts of one (chunk, layer) as a selective load gathers them: [C, heads, d]
+  // on the host or the GPU tier's device; undefined until fetched.
+  struct Parts {
+    at::Tensor k, v, probe;
+  };
+  // Makes `parts` (bits of ChunkPart) present for every chunk: a cached chunk
+  // gives keys and values (and probe keys as a slice of its keys), a missing
+  // one is read from disk, only the parts asked for. A chunk whose keys and
+  // values have both come from disk is then cached.
+  Status Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_t parts, std::vector<Parts>* out,
+               LoadStats* stats);
+  const ChunkGeometry& geometry() const { return geo_; }
 
   RadixTree& tree() { return tree_; }
   TieredCache& cache() { return *cache_; }

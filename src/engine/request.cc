@@ -4,14 +4,23 @@
 
 #include <chrono>
 #include <future>
+#include <set>
 
 #include "model/model.h"
+#include "select/importance.h"
 
 namespace impress {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+void AddStats(LoadStats* to, const LoadStats& from) {
+  for (int i = 0; i < 3; ++i) to->bytes[i] += from.bytes[i];
+  for (int i = 0; i < 2; ++i) to->hits[i] += from.hits[i];
+  to->chunks += from.chunks;
+  to->disk_chunks += from.disk_chunks;
+}
 
 // Serves the matched prefix's stored KV layer by layer, loading layer l+1 on
 // another thread while layer l computes, and collects everything into `dense`.
@@ -42,10 +51,7 @@ class ReuseKv final : public KvProvider {
       loaded.v = got.v;
       dense_.Append(loaded);
     }
-    for (int i = 0; i < 3; ++i) stats_.bytes[i] += got.stats.bytes[i];
-    for (int i = 0; i < 2; ++i) stats_.hits[i] += got.stats.hits[i];
-    stats_.chunks += got.stats.chunks;
-    stats_.disk_chunks += got.stats.disk_chunks;
+    AddStats(&stats_, got.stats);
     return dense_.Prefix(qkv);
   }
   void Append(const LayerQkv& qkv) override { dense_.Append(qkv); }
@@ -80,26 +86,199 @@ class ReuseKv final : public KvProvider {
   LoadStats stats_;
 };
 
+// [n chunks of [C, H, d]] -> [H, n*C, d] on the model's device and dtype.
+at::Tensor Stack(const std::vector<at::Tensor>& parts, const Model& m) {
+  std::vector<at::Tensor> on;
+  for (const auto& p : parts) on.push_back(p.to(m.device()));
+  return at::cat(on, 0).transpose(0, 1).to(m.dtype()).contiguous();
+}
+
+// Selective loading from the store for one layer (PAPER.md section 1): H2O
+// reads every chunk's keys, picks each head's top-k and reads the values of
+// the chunks holding a chosen token; IMPRESS reads the probe keys only, and
+// when the probe heads agree reads keys and values of the chunks holding the
+// agreed tokens, else takes the H2O path.
+class StoreSelector {
+ public:
+  StoreSelector(PrefixStore& store, const Model& model, std::vector<uint64_t> chunks, const SelectorOptions& opt,
+                RequestTrace* trace)
+      : store_(store), model_(model), chunks_(std::move(chunks)), opt_(opt), trace_(trace) {}
+
+  SelectedPrefix operator()(const LayerQkv& qkv) {
+    auto t0 = Clock::now();
+    SelectedPrefix s = Select(qkv);
+    trace_->io_ms += Ms(t0, Clock::now());
+    trace_->selection.Add(qkv.layer, s);
+    return s;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  SelectedPrefix Select(const LayerQkv& qkv) {
+    const int l = qkv.layer;
+    const int64_t c = store_.geometry().chunk_tokens, n = static_cast<int64_t>(chunks_.size()), p = n * c;
+    const int64_t k = RetainedTokens(opt_.retention, p);
+    std::vector<PrefixStore::Parts> parts;
+    if (opt_.kind == SelectorKind::kFull || k >= p) {
+      if (!Fetch(l, kKeys | kValues, &parts)) return {};
+      return SelectFromPrefix({SelectorKind::kFull}, qkv, Keys(parts), Values(parts));
+    }
+    if (opt_.kind == SelectorKind::kItf) {
+      const int64_t hq = qkv.q.size(0), g = hq / qkv.k.size(0);
+      const int64_t probes = std::min<int64_t>(opt_.probe_heads, hq), probe_kv = (probes - 1) / g + 1;
+      if (!Fetch(l, kProbeKeys, &parts)) return {};
+      std::vector<at::Tensor> pk;
+      for (auto& x : parts) pk.push_back(x.probe.defined() ? x.probe : x.k.narrow(1, 0, probe_kv));
+      at::Tensor probe_keys = Stack(pk, model_).narrow(0, 0, probe_kv);
+      at::Tensor imp = PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys, qkv.k.slice(0, 0, probe_kv),
+                                        qkv.scale).slice(0, 0, probes);
+      ItfDecision d = DecideItf(imp, k, opt_.alpha);
+      if (d.trusted) {
+        at::Tensor agreed = d.agreed.cpu();
+        std::vector<int64_t> need = Chunks(agreed, c);
+        if (!FetchSome(l, kKeys | kValues, need, &parts)) return {};
+        CountImportant(agreed, c, need);
+        SelectedPrefix s;
+        s.kv = PrefixKv{Keys(parts, need).index_select(1, Local(agreed, need, c)),
+                        Values(parts, need).index_select(1, Local(agreed, need, c)), {}};
+        s.total = p;
+        s.kept = k;
+        s.probed = true;
+        s.similarity = d.similarity;
+        return s;
+      }
+      SelectedPrefix f = H2O(qkv, l, k, &parts);
+      f.probed = f.fallback = true;
+      f.similarity = d.similarity;
+      return f;
+    }
+    return H2O(qkv, l, k, &parts);
+  }
+
+  SelectedPrefix H2O(const LayerQkv& qkv, int l, int64_t k, std::vector<PrefixStore::Parts>* parts) {
+    const int64_t c = store_.geometry().chunk_tokens;
+    if (!Fetch(l, kKeys, parts)) return {};
+    at::Tensor keys = Keys(*parts);
+    at::Tensor imp = PrefixImportance(qkv.q, keys, qkv.k, qkv.scale);
+    at::Tensor sets = TopKSets(imp, k);
+    at::Tensor chosen = std::get<0>(at::_unique(sets.flatten().cpu()));
+    std::vector<int64_t> need = Chunks(chosen, c);
+    if (!FetchSome(l, kValues, need, parts)) return {};
+    CountImportant(chosen, c, need);
+    // Values of chunks holding no chosen token stay zero: no head attends to them.
+    std::vector<at::Tensor> vs;
+    for (auto& x : *parts) vs.push_back(x.v.defined() ? x.v : at::zeros_like(x.k));
+    at::Tensor keep = at::zeros({qkv.q.size(0), keys.size(1)}, at::TensorOptions().dtype(at::kBool).device(keys.device()));
+    keep.scatter_(1, sets, true);
+    SelectedPrefix s;
+    s.kv = PrefixKv{keys, Stack(vs, model_), keep};
+    s.total = keys.size(1);
+    s.kept = k;
+    return s;
+  }
+
+  bool Fetch(int l, uint8_t what, std::vector<PrefixStore::Parts>* parts) {
+    std::vector<int64_t> all(chunks_.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+    return FetchSome(l, what, all, parts);
+  }
+  bool FetchSome(int l, uint8_t what, const std::vector<int64_t>& which, std::vector<PrefixStore::Parts>* parts) {
+    parts->resize(chunks_.size());
+    std::vector<uint64_t> ids;
+    std::vector<PrefixStore::Parts> sub;
+    for (int64_t i : which) {
+      ids.push_back(chunks_[i]);
+      sub.push_back((*parts)[i]);
+    }
+    Status s = store_.Fetch(ids, l, what, &sub, &trace_->load);
+    if (!s.ok()) {
+      if (status_.ok()) status_ = s;
+      return false;
+    }
+    for (size_t j = 0; j < which.size(); ++j) (*parts)[which[j]] = sub[j];
+    return true;
+  }
+  at::Tensor Keys(const std::vector<PrefixStore::Parts>& parts, const std::vector<int64_t>& which = {}) {
+    std::vector<at::Tensor> ks;
+    if (which.empty()) for (auto& x : parts) ks.push_back(x.k);
+    else for (int64_t i : which) ks.push_back(parts[i].k);
+    return Stack(ks, model_);
+  }
+  at::Tensor Values(const std::vector<PrefixStore::Parts>& parts, const std::vector<int64_t>& which = {}) {
+    std::vector<at::Tensor> vs;
+    if (which.empty()) for (auto& x : parts) vs.push_back(x.v);
+    else for (int64_t i : which) vs.push_back(parts[i].v);
+    return Stack(vs, model_);
+  }
+  // Chunk indices holding the given token indices, ascending.
+  static std::vector<int64_t> Chunks(const at::Tensor& tokens, int64_t c) {
+    std::set<int64_t> s;
+    auto acc = tokens.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < acc.size(0); ++i) s.insert(acc[i] / c);
+    return std::vector<int64_t>(s.begin(), s.end());
+  }
+  // Positions of `tokens` inside the concatenation of the chunks `need`.
+  at::Tensor Local(const at::Tensor& tokens, const std::vector<int64_t>& need, int64_t c) {
+    std::vector<int64_t> slot(need.back() + 1, -1);
+    for (size_t j = 0; j < need.size(); ++j) slot[need[j]] = static_cast<int64_t>(j);
+    auto acc = tokens.accessor<int64_t, 1>();
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < acc.size(0); ++i) out.push_back(slot[acc[i] / c] * c + acc[i] % c);
+    return at::tensor(out, at::kLong).to(model_.device());
+  }
+  // Read amplification: the share of each read chunk's tokens that were chosen.
+  void CountImportant(const at::Tensor& tokens, int64_t c, const std::vector<int64_t>& need) {
+    trace_->important_share_sum += static_cast<double>(tokens.numel()) / c;
+    trace_->important_share_n += static_cast<int64_t>(need.size());
+  }
+
+  PrefixStore& store_;
+  const Model& model_;
+  std::vector<uint64_t> chunks_;
+  SelectorOptions opt_;
+  RequestTrace* trace_;
+  Status status_;
+};
+
 at::Tensor LastLogProbs(const at::Tensor& logits) { return at::log_softmax(logits[0], -1).cpu(); }
 
 }  // namespace
 
-StatusOr<System> ParseSystem(const std::string& name) {
-  if (name == "recomp") return System::kRecomp;
-  if (name == "as") return System::kAs;
-  return Status::Error("--system: unknown system '" + name + "' (recomp, as)");
+StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {
+  System s;
+  s.name = name;
+  s.select.retention = retention;
+  s.select.alpha = alpha;
+  if (name == "recomp") return s;
+  s.reuse = true;
+  if (name == "as") return s;
+  if (name == "h2o-lru" || name == "h2o-lfu") {
+    s.select.kind = SelectorKind::kH2O;
+    s.policy = name == "h2o-lru" ? "lru" : "lfu";
+    return s;
+  }
+  if (name == "impress-itf") {
+    s.select.kind = SelectorKind::kItf;
+    s.policy = "lfu";
+    return s;
+  }
+  return Status::Error("--system: unknown system '" + name + "' (recomp, as, h2o-lru, h2o-lfu, impress-itf)");
 }
 
-const char* SystemName(System s) { return s == System::kRecomp ? "recomp" : "as"; }
-
-StatusOr<at::Tensor> RunRequest(System system, Model& model, PrefixStore* store, const std::vector<int32_t>& context,
-                                int64_t storable, DenseKvCache& kv, RequestTrace* trace, const RequestOptions& opt) {
+StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore* store,
+                                const std::vector<int32_t>& context, int64_t storable,
+                                std::unique_ptr<RewindableKv>* kv_out, RequestTrace* trace, const RequestOptions& opt) {
   RETURN_IF_ERROR(ValidateTokens(model.config(), context, 0));
+  const int layers = model.config().num_layers;
   const auto start = Clock::now();
-  kv.Truncate(0);
-  at::Tensor last;
-  if (system == System::kRecomp || store == nullptr) {
-    last = LastLogProbs(model.Forward(context, 0, kv));
+  auto recompute = [&]() {
+    auto dense = std::make_unique<DenseKvCache>(layers);
+    at::Tensor last = LastLogProbs(model.Forward(context, 0, *dense));
+    *kv_out = std::move(dense);
+    return last;
+  };
+  if (!system.reuse || store == nullptr) {
+    at::Tensor last = recompute();
     trace->computed_tokens = static_cast<int64_t>(context.size());
     trace->ttft_ms = Ms(start, Clock::now());
     return last;
@@ -109,34 +288,51 @@ StatusOr<at::Tensor> RunRequest(System system, Model& model, PrefixStore* store,
   // Keep at least one token to compute: its logits are the first token's.
   while (!match.chunks.empty() && match.tokens() >= static_cast<int64_t>(context.size())) match.chunks.pop_back();
   const int64_t m = match.tokens();
+  std::vector<int32_t> rest(context.begin() + m, context.end());
+  trace->selection = SelectionCounters(layers);
+  at::Tensor last;
+  Status load_error;
+  const DenseKvCache* computed = nullptr;  // the new tokens' KV, from position kv_offset
+  int64_t kv_offset = 0;
   store->tree().Lock(match);
   if (m == 0) {
-    last = LastLogProbs(model.Forward(context, 0, kv));
+    last = recompute();
+    computed = static_cast<DenseKvCache*>(kv_out->get());
+  } else if (system.select.kind == SelectorKind::kFull) {
+    auto dense = std::make_unique<DenseKvCache>(layers);
+    ReuseKv reuse(*store, match.chunks, *dense, layers, opt.prefetch);
+    last = LastLogProbs(model.Forward(rest, m, reuse));
+    load_error = reuse.status();
+    trace->io_ms = reuse.io_ms();
+    trace->load = reuse.stats();
+    computed = dense.get();
+    *kv_out = std::move(dense);
   } else {
-    ReuseKv reuse(*store, match.chunks, kv, model.config().num_layers, opt.prefetch);
-    std::vector<int32_t> rest(context.begin() + m, context.end());
-    at::Tensor logits = model.Forward(rest, m, reuse);
-    if (!reuse.status().ok()) {  // never serve a corrupt chunk: recompute everything
-      trace->recomputed_after_error = true;
-      trace->error = reuse.status().message();
-      kv.Truncate(0);
-      logits = model.Forward(context, 0, kv);
-    } else {
-      trace->reused_tokens = m;
-      trace->io_ms = reuse.io_ms();
-      trace->load = reuse.stats();
-    }
-    last = LastLogProbs(logits);
+    StoreSelector selector(*store, model, match.chunks, system.select, trace);
+    auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
+    last = LastLogProbs(model.Forward(rest, m, *selected));
+    load_error = selector.status();
+    computed = &selected->tail();
+    kv_offset = m;
+    *kv_out = std::move(selected);
   }
   store->tree().Unlock(match);
+  if (!load_error.ok()) {  // never serve a corrupt chunk: recompute everything
+    trace->recomputed_after_error = true;
+    trace->error = load_error.message();
+    trace->io_ms = 0;
+    last = recompute();
+    computed = static_cast<DenseKvCache*>(kv_out->get());
+    kv_offset = 0;
+  } else {
+    trace->reused_tokens = m;
+  }
   trace->computed_tokens = static_cast<int64_t>(context.size()) - trace->reused_tokens;
   trace->ttft_ms = Ms(start, Clock::now());
 
-  if (!trace->recomputed_after_error) {
-    const auto t0 = Clock::now();
-    ASSIGN_OR_RETURN(trace->stored_chunks, store->Insert(prefix, kv));
-    trace->store_ms = Ms(t0, Clock::now());
-  }
+  const auto t0 = Clock::now();
+  ASSIGN_OR_RETURN(trace->stored_chunks, store->Insert(prefix, *computed, kv_offset));
+  trace->store_ms = Ms(t0, Clock::now());
   return last;
 }
 

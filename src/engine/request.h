@@ -1,6 +1,6 @@
-// One request through the system: match -> load -> compute -> (after the first
-// token) store. Systems are compositions (DESIGN.md); this file has the two
-// that need no importance selection: recomputation and full reuse.
+// One request through a system: match -> select and load -> compute -> (after
+// the first token) store. Systems are compositions (DESIGN.md): whether stored
+// prefix KV is reused, which of it each layer loads, and the cache policy.
 #pragma once
 
 #include <string>
@@ -11,14 +11,20 @@
 #include "common/status.h"
 #include "engine/prefix_store.h"
 #include "model/kv_provider.h"
+#include "select/selector.h"
 
 namespace impress {
 
 class Model;
 
-enum class System { kRecomp, kAs };
-StatusOr<System> ParseSystem(const std::string& name);
-const char* SystemName(System s);
+struct System {
+  std::string name;            // recomp, as, h2o-lru, h2o-lfu, impress-itf
+  bool reuse = false;          // false: recompute the whole context
+  SelectorOptions select;      // which stored prefix KV each layer loads
+  std::string policy = "lru";  // cache policy of the GPU and CPU tiers
+};
+// The named system with the given retention and IMPRESS alpha.
+StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, double alpha = 0.6);
 
 // Timing and I/O of one request. TTFT runs from the request's start (prefix
 // lookup included) to the last context token's logits on the host.
@@ -30,6 +36,9 @@ struct RequestTrace {
   int64_t computed_tokens = 0;
   int64_t stored_chunks = 0;
   LoadStats load;          // summed over layers
+  SelectionCounters selection;  // per layer: probes, fallbacks, kept of total tokens
+  double important_share_sum = 0;  // over chunks read for selection: selected tokens / C
+  int64_t important_share_n = 0;
   bool recomputed_after_error = false;  // a stored chunk failed its checksum
   std::string error;       // that failure
 };
@@ -39,10 +48,13 @@ struct RequestOptions {
 };
 
 // Runs `context` (token ids) and returns the log-probabilities after its last
-// token; `kv` ends holding the KV of every context token. The first
-// `storable` tokens (the shared prefix) may be reused and are stored.
-StatusOr<at::Tensor> RunRequest(System system, Model& model, PrefixStore* store, const std::vector<int32_t>& context,
-                                int64_t storable, DenseKvCache& kv, RequestTrace* trace,
+// token; `kv` ends holding what the context's tokens attend to, for scoring
+// continuations. The first `storable` tokens (the shared prefix) may be
+// reused and are stored. With selection, the stored copy of new chunks comes
+// from a full computation of them (the store always holds exact KV).
+StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore* store,
+                                const std::vector<int32_t>& context, int64_t storable,
+                                std::unique_ptr<RewindableKv>* kv, RequestTrace* trace,
                                 const RequestOptions& opt = {});
 
 }  // namespace impress

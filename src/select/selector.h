@@ -58,6 +58,8 @@ class SelectedContextKv final : public RewindableKv {
   PrefixKv Prefix(const LayerQkv& qkv) override;
   void Append(const LayerQkv& qkv) override { tail_.Append(qkv); }
   Mark Save() const override { return tail_.Save(); }
+  // Every appended token, from the first new token on.
+  const DenseKvCache& tail() const { return tail_; }
   void Rewind(const Mark& mark) override { tail_.Rewind(mark); }
 
  private:
