@@ -143,6 +143,7 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_
   auto opts = at::TensorOptions().dtype(kv_type_);
   std::vector<size_t> todo;
   std::vector<uint8_t> need(chunks.size(), 0);
+  std::vector<bool> fresh(chunks.size(), false);  // nothing of it fetched before: counts as one chunk read
   for (size_t i = 0; i < chunks.size(); ++i) {
     Parts& p = (*out)[i];
     uint8_t missing = 0;
@@ -163,6 +164,7 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_
       }
     }
     need[i] = missing;
+    fresh[i] = !p.k.defined() && !p.v.defined() && !p.probe.defined();
     todo.push_back(i);
   }
   if (todo.empty()) return Status::OK();
@@ -186,8 +188,10 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_
     if (m & kKeys) p.k = at::from_blob(b.data(), full, opts).clone(), bytes += kb;
     if (m & kValues) p.v = at::from_blob(b.data() + kb, full, opts).clone(), bytes += kb;
     if (m & kProbeKeys) p.probe = at::from_blob(b.data() + 2 * kb, probe, opts).clone(), bytes += pb;
-    stats->disk_chunks++;
-    stats->chunks++;
+    if (fresh[todo[j]]) {
+      stats->disk_chunks++;
+      stats->chunks++;
+    }
     if (p.k.defined() && p.v.defined()) cache_->Put(CacheKey(chunks[todo[j]], layer), ChunkKv{p.k, p.v});
   }
   stats->bytes[2] += bytes;

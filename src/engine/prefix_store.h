@@ -32,9 +32,9 @@ struct PrefixStoreOptions {
 
 // What one layer's load touched.
 struct LoadStats {
-  int64_t chunks = 0;
+  int64_t chunks = 0;                // (chunk, layer) pairs served, each counted once
   int64_t hits[2] = {0, 0};          // GPU, CPU
-  int64_t disk_chunks = 0;
+  int64_t disk_chunks = 0;           // of those, read (in one or more parts) from disk
   int64_t bytes[3] = {0, 0, 0};      // served from GPU, CPU, disk
 };
 
