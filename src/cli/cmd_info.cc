@@ -56,14 +56,7 @@ int RunInfo(const InfoOptions& o) {
     j["rope_theta"] = c.rope_theta;
     j["tie_word_embeddings"] = c.tie_word_embeddings;
   }
-  if (o.json) {
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    std::string v = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-    std::printf("%-20s %s\n", it.key().c_str(), v.c_str());
-  }
+  PrintRecord(j, o.json);
   return 0;
 }
 

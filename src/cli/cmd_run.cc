@@ -154,12 +154,7 @@ int RunRun(const RunOptions& o) {
       run.recomputed_after_error += trace.recomputed_after_error;
       run.correct += score->pred == doc.gold;
       run.n++;
-      for (int l = 0; l < m.config().num_layers; ++l) {
-        selection.probes[l] += trace.selection.probes.empty() ? 0 : trace.selection.probes[l];
-        selection.fallbacks[l] += trace.selection.fallbacks.empty() ? 0 : trace.selection.fallbacks[l];
-        selection.kept[l] += trace.selection.kept.empty() ? 0 : trace.selection.kept[l];
-        selection.total[l] += trace.selection.total.empty() ? 0 : trace.selection.total[l];
-      }
+      selection.Merge(trace.selection);
       important_sum += trace.important_share_sum;
       important_n += trace.important_share_n;
     }

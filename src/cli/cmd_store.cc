@@ -39,14 +39,7 @@ int RunStore(const StoreCmdOptions& o) {
       {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes},
       {"data_bytes", st.data_bytes()}, {"payload_bytes", st.chunk_count() * part},
       {"probe_copy_share", g.layers ? double(g.ProbeBytes()) / double(2 * g.KeyBytes()) : 0.0}};
-  if (o.json) {
-    std::cout << j.dump(2) << "\n";
-  } else {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      std::string v = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-      std::printf("%-18s %s\n", it.key().c_str(), v.c_str());
-    }
-  }
+  PrintRecord(j, o.json);
   return 0;
 }
 

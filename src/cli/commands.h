@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -29,6 +30,9 @@ int Fail(const Status& status);
 
 // Writes `text` to `path` (a --json option); an error names the file.
 Status WriteTextFile(const std::string& path, const std::string& text);
+
+// Prints an object as JSON (as_json) or as "key  value" lines.
+void PrintRecord(const nlohmann::ordered_json& record, bool as_json);
 
 // Options every command that runs a model shares.
 struct RuntimeFlags {

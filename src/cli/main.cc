@@ -21,6 +21,17 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
   return Status::OK();
 }
 
+void PrintRecord(const nlohmann::ordered_json& record, bool as_json) {
+  if (as_json) {
+    std::cout << record.dump(2) << "\n";
+    return;
+  }
+  for (auto it = record.begin(); it != record.end(); ++it) {
+    std::string v = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+    std::printf("%-20s %s\n", it.key().c_str(), v.c_str());
+  }
+}
+
 void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags) {
   cmd->add_option("--device", flags->device, "cpu, cuda, or auto (cuda when a GPU is visible)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));

@@ -68,6 +68,17 @@ void SelectionCounters::Add(int layer, const SelectedPrefix& s) {
   }
 }
 
+void SelectionCounters::Merge(const SelectionCounters& o) {
+  for (size_t l = 0; l < o.probes.size() && l < probes.size(); ++l) {
+    probes[l] += o.probes[l];
+    fallbacks[l] += o.fallbacks[l];
+    kept[l] += o.kept[l];
+    total[l] += o.total[l];
+  }
+  similarity_sum += o.similarity_sum;
+  similarity_n += o.similarity_n;
+}
+
 double SelectionCounters::FallbackShare() const {
   int64_t p = 0, f = 0;
   for (size_t l = 0; l < probes.size(); ++l) p += probes[l], f += fallbacks[l];

@@ -41,6 +41,8 @@ SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv,
 struct SelectionCounters {
   explicit SelectionCounters(int layers = 0) : probes(layers), fallbacks(layers), kept(layers), total(layers) {}
   void Add(int layer, const SelectedPrefix& s);
+  // Adds another tally of the same number of layers (an empty one adds nothing).
+  void Merge(const SelectionCounters& other);
   std::vector<int64_t> probes, fallbacks, kept, total;
   double similarity_sum = 0;
   int64_t similarity_n = 0;
