@@ -84,8 +84,11 @@ def main():
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
-    import lm_eval
-    from lm_eval.tasks import TaskManager
+    try:
+        import lm_eval
+        from lm_eval.tasks import TaskManager
+    except ImportError:
+        raise SystemExit("run_lm_eval: lm_eval is not installed: pip install lm_eval==0.4.9.1")
 
     with tempfile.TemporaryDirectory() as task_dir:
         write_tasks(task_dir, os.path.abspath(args.data))
