@@ -45,7 +45,8 @@ struct SystemRun {
   int correct = 0, n = 0;
   std::string policy = "-";
   double fallback_share = 0, kept_share = 1, important_share = 0;
-  std::vector<double> layer_kept;  // per layer: kept / available prefix tokens (Fig. 19)
+  std::vector<double> layer_kept;      // per layer: kept / available prefix tokens (Fig. 19)
+  std::vector<double> layer_fallback;  // per layer: share of probe tests that fell back
 };
 
 int RunRun(const RunOptions& o) {
@@ -107,10 +108,11 @@ int RunRun(const RunOptions& o) {
       so.tiers.policy = o.policy_set ? o.policy : system.policy;
       so.tiers.h2d_bytes_per_second = static_cast<double>(sizes[3]);
       so.disk_bytes_per_second = static_cast<double>(sizes[2]);
+      run.policy = so.tiers.policy;
       auto ps = PrefixStore::Open(m, so);
       if (!ps.ok()) return Fail(ps.status());
       store = std::move(*ps);
-      run.policy = so.tiers.policy;
+      bool filled = false;
       Progress fill(std::string("fill store"), o.pool);  // the whole pool on disk before measuring
       for (int p = 0; p < o.pool; ++p) {
         if (store->tree().NewChunks(pool_ids[p]) > 0) {
@@ -118,8 +120,15 @@ int RunRun(const RunOptions& o) {
           m.Forward(pool_ids[p], 0, full);
           auto added = store->Insert(pool_ids[p], full);
           if (!added.ok()) return Fail(added.status());
+          filled = true;
         }
         fill.Update(p + 1);
+      }
+      if (filled) {  // start every system from the same state: everything on disk, caches cold
+        store.reset();
+        ps = PrefixStore::Open(m, so);
+        if (!ps.ok()) return Fail(ps.status());
+        store = std::move(*ps);
       }
     }
     SelectionCounters selection(m.config().num_layers);
@@ -161,8 +170,10 @@ int RunRun(const RunOptions& o) {
     run.fallback_share = selection.FallbackShare();
     run.kept_share = selection.KeptShare();
     run.important_share = important_n ? important_sum / important_n : 0;
-    for (int l = 0; l < m.config().num_layers; ++l)
+    for (int l = 0; l < m.config().num_layers; ++l) {
       run.layer_kept.push_back(selection.total[l] ? double(selection.kept[l]) / selection.total[l] : 1.0);
+      run.layer_fallback.push_back(selection.probes[l] ? double(selection.fallbacks[l]) / selection.probes[l] : 0.0);
+    }
     runs.push_back(std::move(run));
   }
 
@@ -201,7 +212,16 @@ int RunRun(const RunOptions& o) {
                          {"chunk_loads", loads}, {"reused_tokens", r.reused}, {"computed_tokens", r.computed},
                          {"recomputed_after_error", r.recomputed_after_error}, {"acc", acc},
                          {"policy", r.policy}, {"kept_share", r.kept_share}, {"fallback_share", r.fallback_share},
-                         {"important_share_of_chunks_read", r.important_share}, {"layer_kept_share", r.layer_kept}});
+                         {"important_share_of_chunks_read", r.important_share}, {"layer_kept_share", r.layer_kept},
+                         {"layer_fallback_share", r.layer_fallback}});
+  }
+  // Fig. 19: per layer, the share of prefix KV loaded and of IMPRESS probe tests that fell back.
+  for (const auto& r : runs) {
+    if (r.kept_share >= 1.0) continue;
+    std::printf("\n%s per layer (kept share / fallback share):", r.system.c_str());
+    for (size_t l = 0; l < r.layer_kept.size(); ++l)
+      std::printf("%s L%zu %.2f/%.2f", l % 6 == 0 ? "\n " : "", l, r.layer_kept[l], r.layer_fallback[l]);
+    std::printf("\n");
   }
   if (!o.json_path.empty()) {
     Status w = WriteTextFile(o.json_path, j.dump(2) + "\n");
