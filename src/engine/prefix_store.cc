@@ -87,53 +87,24 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
 
 int64_t PrefixStore::chunk_kv_bytes() const { return 2 * static_cast<int64_t>(geo_.KeyBytes()); }
 
-ChunkKv PrefixStore::FromBytes(const void* k, const void* v) const {
-  auto opts = at::TensorOptions().dtype(kv_type_);
-  const std::vector<int64_t> shape = {geo_.chunk_tokens, geo_.kv_heads, geo_.head_dim};
-  return {at::from_blob(const_cast<void*>(k), shape, opts).clone(), at::from_blob(const_cast<void*>(v), shape, opts).clone()};
-}
-
 Status PrefixStore::LoadLayer(const std::vector<uint64_t>& chunks, int layer, at::Tensor* k, at::Tensor* v,
                               LoadStats* stats) {
-  std::vector<ChunkKv> parts(chunks.size());
-  std::vector<size_t> missing;
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    Tier tier;
-    auto hit = cache_->Get(CacheKey(chunks[i], layer), &tier);
-    if (hit) {
-      parts[i] = *hit;
-      stats->hits[static_cast<int>(tier)]++;
-      stats->bytes[static_cast<int>(tier)] += hit->bytes();
-    } else {
-      missing.push_back(i);
-    }
-  }
-  if (!missing.empty()) {
-    const size_t kb = geo_.KeyBytes();
-    std::vector<uint8_t> buf(missing.size() * 2 * kb);
-    std::vector<ChunkRead> reads;
-    for (size_t j = 0; j < missing.size(); ++j)
-      reads.push_back({chunks[missing[j]], layer, kKeys | kValues, &buf[2 * j * kb], &buf[(2 * j + 1) * kb], nullptr});
-    RETURN_IF_ERROR(disk_->Read(reads));
-    for (size_t j = 0; j < missing.size(); ++j) {
-      ChunkKv kv = FromBytes(&buf[2 * j * kb], &buf[(2 * j + 1) * kb]);
-      cache_->Put(CacheKey(chunks[missing[j]], layer), kv);
-      parts[missing[j]] = kv;
-    }
-    stats->disk_chunks += static_cast<int64_t>(missing.size());
-    stats->bytes[2] += static_cast<int64_t>(missing.size() * 2 * kb);
-    cache_->RecordDiskRead(static_cast<int64_t>(missing.size() * 2 * kb));
-  }
-  stats->chunks += static_cast<int64_t>(chunks.size());
+  std::vector<Parts> parts;
+  RETURN_IF_ERROR(Fetch(chunks, layer, kKeys | kValues, &parts, stats));
   std::vector<at::Tensor> ks, vs;
   for (auto& p : parts) {
-    ks.push_back(p.k.to(model_.device()));
-    vs.push_back(p.v.to(model_.device()));
+    ks.push_back(p.k);
+    vs.push_back(p.v);
   }
-  // [n*C, Hkv, d] -> [Hkv, n*C, d] in the compute dtype.
-  *k = at::cat(ks, 0).transpose(0, 1).to(model_.dtype()).contiguous();
-  *v = at::cat(vs, 0).transpose(0, 1).to(model_.dtype()).contiguous();
+  *k = StackChunks(ks);
+  *v = StackChunks(vs);
   return Status::OK();
+}
+
+at::Tensor PrefixStore::StackChunks(const std::vector<at::Tensor>& parts) const {
+  std::vector<at::Tensor> on;
+  for (const auto& p : parts) on.push_back(p.to(model_.device()));
+  return at::cat(on, 0).transpose(0, 1).to(model_.dtype()).contiguous();
 }
 
 Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_t parts, std::vector<Parts>* out,

@@ -64,6 +64,9 @@ class PrefixStore {
   Status Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_t parts, std::vector<Parts>* out,
                LoadStats* stats);
   const ChunkGeometry& geometry() const { return geo_; }
+  // Chunk parts [C, heads, d] in token order -> [heads, n*C, d] on the
+  // model's device and in its dtype.
+  at::Tensor StackChunks(const std::vector<at::Tensor>& parts) const;
 
   RadixTree& tree() { return tree_; }
   TieredCache& cache() { return *cache_; }
@@ -75,7 +78,6 @@ class PrefixStore {
 
  private:
   PrefixStore(const Model& model, const PrefixStoreOptions& opt);
-  ChunkKv FromBytes(const void* k, const void* v) const;
 
   const Model& model_;
   PrefixStoreOptions opt_;

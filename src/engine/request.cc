@@ -86,13 +86,6 @@ class ReuseKv final : public KvProvider {
   LoadStats stats_;
 };
 
-// [n chunks of [C, H, d]] -> [H, n*C, d] on the model's device and dtype.
-at::Tensor Stack(const std::vector<at::Tensor>& parts, const Model& m) {
-  std::vector<at::Tensor> on;
-  for (const auto& p : parts) on.push_back(p.to(m.device()));
-  return at::cat(on, 0).transpose(0, 1).to(m.dtype()).contiguous();
-}
-
 // Selective loading from the store for one layer (PAPER.md section 1): H2O
 // reads every chunk's keys, picks each head's top-k and reads the values of
 // the chunks holding a chosen token; IMPRESS reads the probe keys only, and
@@ -129,7 +122,7 @@ class StoreSelector {
       if (!Fetch(l, kProbeKeys, &parts)) return {};
       std::vector<at::Tensor> pk;
       for (auto& x : parts) pk.push_back(x.probe.defined() ? x.probe : x.k.narrow(1, 0, probe_kv));
-      at::Tensor probe_keys = Stack(pk, model_).narrow(0, 0, probe_kv);
+      at::Tensor probe_keys = store_.StackChunks(pk).narrow(0, 0, probe_kv);
       at::Tensor imp = PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys, qkv.k.slice(0, 0, probe_kv),
                                         qkv.scale).slice(0, 0, probes);
       ItfDecision d = DecideItf(imp, k, opt_.alpha);
@@ -171,7 +164,7 @@ class StoreSelector {
     at::Tensor keep = at::zeros({qkv.q.size(0), keys.size(1)}, at::TensorOptions().dtype(at::kBool).device(keys.device()));
     keep.scatter_(1, sets, true);
     SelectedPrefix s;
-    s.kv = PrefixKv{keys, Stack(vs, model_), keep};
+    s.kv = PrefixKv{keys, store_.StackChunks(vs), keep};
     s.total = keys.size(1);
     s.kept = k;
     return s;
@@ -202,13 +195,13 @@ class StoreSelector {
     std::vector<at::Tensor> ks;
     if (which.empty()) for (auto& x : parts) ks.push_back(x.k);
     else for (int64_t i : which) ks.push_back(parts[i].k);
-    return Stack(ks, model_);
+    return store_.StackChunks(ks);
   }
   at::Tensor Values(const std::vector<PrefixStore::Parts>& parts, const std::vector<int64_t>& which = {}) {
     std::vector<at::Tensor> vs;
     if (which.empty()) for (auto& x : parts) vs.push_back(x.v);
     else for (int64_t i : which) vs.push_back(parts[i].v);
-    return Stack(vs, model_);
+    return store_.StackChunks(vs);
   }
   // Chunk indices holding the given token indices, ascending.
   static std::vector<int64_t> Chunks(const at::Tensor& tokens, int64_t c) {

@@ -57,6 +57,8 @@ class Scorer {
   int64_t prefix_tokens() const { return static_cast<int64_t>(prefix_ids_.size()); }
   // Errors: text that is not UTF-8, a context longer than the model's window.
   StatusOr<DocScore> Score(const Doc& doc);
+  // What selection did over the documents scored since SetPrefix.
+  const SelectionCounters& selection() const { return counters_; }
 
  private:
   Model& model_;
@@ -66,10 +68,6 @@ class Scorer {
   DenseKvCache cache_;
   SelectorOptions select_;
   SelectionCounters counters_;
-
- public:
-  // What selection did over the documents scored since SetPrefix.
-  const SelectionCounters& selection() const { return counters_; }
 };
 
 }  // namespace impress
