@@ -2,16 +2,20 @@
 # Accuracy against retention (the paper's Fig. 15) for recomp, h2o-lru and
 # impress-itf on all four tasks, from impress eval's JSON.
 # Usage: scripts/accuracy_vs_retention.sh MODEL BUILD OUT_DIR [SHOTS] [LIMIT]
+# JOBS=N runs N evals at once, each with THREADS LibTorch threads (on small
+# models N single-threaded processes finish sooner than one N-threaded one).
+# A run whose JSON exists is skipped, so an interrupted sweep resumes.
 set -euo pipefail
 model=$1; build=$2; out=$3; shots=${4:-5}; limit=${5:-0}
+jobs=${JOBS:-1}; threads=${THREADS:-0}
 mkdir -p "$out"
-run() {  # system retention
-  local f="$out/$1_r$2.json"
-  [ -s "$f" ] || "$build/impress" eval --model "$model" --task all --shots "$shots" --limit "$limit" \
-      --system "$1" --retention "$2" --json "$f" >/dev/null
-}
-run recomp 1.0
-for r in 0.5 0.25 0.1 0.05; do run h2o-lru $r; run impress-itf $r; done
+export model build out shots limit threads
+{ echo "recomp 1.0"; for r in 0.5 0.25 0.1 0.05; do echo "h2o-lru $r"; echo "impress-itf $r"; done; } |
+  xargs -P "$jobs" -L1 bash -c '
+    f="$out/$0_r$1.json"
+    [ -s "$f" ] || "$build/impress" eval --model "$model" --task all --shots "$shots" --limit "$limit" \
+        --system "$0" --retention "$1" --threads "$threads" --json "$f.tmp" >/dev/null
+    [ -s "$f" ] || mv "$f.tmp" "$f"'
 python3 - "$out" "$shots" "$limit" "$model" <<'PY'
 import json, sys, os
 out, shots, limit, model = sys.argv[1:]

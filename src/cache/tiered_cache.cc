@@ -88,6 +88,17 @@ void TieredCache::Put(uint64_t key, const ChunkKv& kv) {
   if (!InsertLocked(0, key, ToTier(kv, 0))) InsertLocked(1, key, ToTier(kv, 1));
 }
 
+void TieredCache::Erase(uint64_t key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Level& L : levels_) {
+    auto it = L.entries.find(key);
+    if (it == L.entries.end()) continue;
+    L.used -= it->second.bytes();
+    L.policy->Erase(key);
+    L.entries.erase(it);
+  }
+}
+
 void TieredCache::RecordDiskRead(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   counters_.bytes_served[2] += bytes;

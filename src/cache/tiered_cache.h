@@ -55,6 +55,8 @@ class TieredCache {
   // Chunks for which `pinned` is true are never evicted (in use by a request).
   void SetPinned(std::function<bool(uint64_t)> pinned) { pinned_ = std::move(pinned); }
   void RecordDiskRead(int64_t bytes);
+  // Drops `key` from whichever tier holds it (a chunk no request will read again).
+  void Erase(uint64_t key);
 
   CacheCounters counters() const;
   int64_t used(Tier t) const;

@@ -155,8 +155,9 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--limit", o->limit, "score the first N documents of each split (0: all)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--system", o->system, "recomp, as, h2o-lru, h2o-lfu or impress-itf: which prefix KV documents attend to")
-      ->check(CLI::IsMember({"recomp", "as", "h2o-lru", "h2o-lfu", "impress-itf"}));
+  cmd->add_option("--system", o->system, "recomp, as, h2o-lru, h2o-lfu or impress-itf: which prefix KV documents attend to "
+                                         "(impress-itf-ro and impress choose as impress-itf does)")
+      ->check(CLI::IsMember({"recomp", "as", "h2o-lru", "h2o-lfu", "impress-itf", "impress-itf-ro", "impress"}));
   cmd->add_option("--retention", o->retention, "share of prefix tokens each head keeps (h2o, impress)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--alpha", o->alpha, "IMPRESS threshold exponent: t = ((k/n)/(2-k/n))^alpha")->check(CLI::NonNegativeNumber);

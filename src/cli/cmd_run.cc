@@ -15,6 +15,7 @@
 #include "data/task.h"
 #include "data/workload.h"
 #include "engine/prefix_store.h"
+#include "engine/reorder_worker.h"
 #include "engine/request.h"
 #include "eval/scorer.h"
 #include "model/model.h"
@@ -33,6 +34,7 @@ struct RunOptions {
   bool policy_set = false;
   uint64_t seed = 1234;
   bool no_prefetch = false;
+  int reorder_every = 10;
   std::string json_path;
   RuntimeFlags runtime;
 };
@@ -47,6 +49,10 @@ struct SystemRun {
   double fallback_share = 0, kept_share = 1, important_share = 0;
   std::vector<double> layer_kept;      // per layer: kept / available prefix tokens (Fig. 19)
   std::vector<double> layer_fallback;  // per layer: share of probe tests that fell back
+  bool reorder = false;
+  int64_t reorder_passes = 0;
+  ReorderStats reordered;
+  ReorderFootprint footprint;
 };
 
 int RunRun(const RunOptions& o) {
@@ -131,6 +137,9 @@ int RunRun(const RunOptions& o) {
         store = std::move(*ps);
       }
     }
+    // IMPRESS's reordering runs beside the requests, asked for every --reorder-every requests.
+    std::unique_ptr<ReorderWorker> reorderer;
+    if (system.reorder && store) reorderer = std::make_unique<ReorderWorker>(*store, ReorderWorkerOptions{});
     SelectionCounters selection(m.config().num_layers);
     double important_sum = 0;
     int64_t important_n = 0;
@@ -151,6 +160,7 @@ int RunRun(const RunOptions& o) {
       auto score = ScoreChoices(m, **tok, *ctx, *last, *kv, doc);
       if (!score.ok()) return Fail(score.status());
       progress.Update(static_cast<int64_t>(i) + 1);
+      if (reorderer && o.reorder_every > 0 && (i + 1) % o.reorder_every == 0) reorderer->Trigger();
       if (static_cast<int>(i) < o.warmup) continue;
       run.ttft.push_back(trace.ttft_ms);
       run.io.push_back(trace.io_ms);
@@ -166,6 +176,15 @@ int RunRun(const RunOptions& o) {
       selection.Merge(trace.selection);
       important_sum += trace.important_share_sum;
       important_n += trace.important_share_n;
+    }
+    if (reorderer) {
+      reorderer->Drain();
+      if (!reorderer->status().ok()) return Fail(reorderer->status());
+      run.reorder = true;
+      run.reorder_passes = reorderer->passes();
+      run.reordered = reorderer->stats();
+      run.footprint = store->Footprint();
+      reorderer.reset();
     }
     run.fallback_share = selection.FallbackShare();
     run.kept_share = selection.KeptShare();
@@ -184,8 +203,8 @@ int RunRun(const RunOptions& o) {
               o.gpu_cache.c_str(), m.device().is_cuda() ? "CUDA" : "emulated in host memory", o.cpu_cache.c_str(),
               sizes[2] ? o.disk_bw.c_str() : "off", sizes[3] ? o.h2d_bw.c_str() : "off",
               static_cast<long long>(c.KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)), o.retention, o.alpha);
-  std::printf("| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks read | kept | fallback | acc |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | kept | fallback | acc |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   nlohmann::ordered_json j;
   j["config"] = {{"model", o.model}, {"task", o.task}, {"pool", o.pool}, {"prefix_tokens", o.prefix_tokens},
                  {"requests", o.requests}, {"warmup", o.warmup}, {"chunk", o.chunk}, {"kv_dtype", o.kv_dtype},
@@ -200,9 +219,9 @@ int RunRun(const RunOptions& o) {
     const int64_t loads = r.chunk_loads;
     const double hit_gpu = loads ? double(r.hits[0]) / loads : 0, hit_cpu = loads ? double(r.hits[1]) / loads : 0;
     const double acc = r.n ? double(r.correct) / r.n : 0;
-    std::printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %.3f | %.3f | %.3f |\n",
+    std::printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.3f | %.3f | %.3f |\n",
                 r.system.c_str(), r.policy.c_str(), ttft, Percentile(r.ttft, 50), Percentile(r.ttft, 99), io, share,
-                r.bytes[0] / 1e6, r.bytes[1] / 1e6, r.bytes[2] / 1e6, hit_gpu, hit_cpu,
+                r.bytes[0] / 1e6, r.bytes[1] / 1e6, r.bytes[2] / 1e6, hit_gpu, hit_cpu, static_cast<long long>(loads),
                 static_cast<long long>(r.disk_chunks), r.kept_share, r.fallback_share, acc);
     j["runs"].push_back({{"system", r.system}, {"requests", r.n},
                          {"ttft_ms", {{"mean", ttft}, {"p50", Percentile(r.ttft, 50)}, {"p99", Percentile(r.ttft, 99)}}},
@@ -214,6 +233,25 @@ int RunRun(const RunOptions& o) {
                          {"policy", r.policy}, {"kept_share", r.kept_share}, {"fallback_share", r.fallback_share},
                          {"important_share_of_chunks_read", r.important_share}, {"layer_kept_share", r.layer_kept},
                          {"layer_fallback_share", r.layer_fallback}});
+    if (r.reorder) {
+      const ReorderFootprint& f = r.footprint;
+      j["runs"].back()["reorder"] = {{"every_requests", o.reorder_every}, {"passes", r.reorder_passes},
+                                     {"nodes_reordered", r.reordered.nodes_reordered},
+                                     {"chunks_written", r.reordered.chunks_written},
+                                     {"mapping_bytes", f.mapping_bytes}, {"history_bytes", f.history_bytes},
+                                     {"chunk_bytes", f.chunk_bytes}};
+    }
+  }
+  // Reordering: what it rewrote, and its metadata against the chunks it describes.
+  for (const auto& r : runs) {
+    if (!r.reorder) continue;
+    const ReorderFootprint& f = r.footprint;
+    const double cb = f.chunk_bytes ? static_cast<double>(f.chunk_bytes) : 1.0;
+    std::printf("\n%s reordering: %lld passes, %lld node copies installed, %lld (chunk, layer) pairs written; "
+                "mapping lists %.3f%% and importance history %.3f%% of chunk bytes\n",
+                r.system.c_str(), static_cast<long long>(r.reorder_passes),
+                static_cast<long long>(r.reordered.nodes_reordered), static_cast<long long>(r.reordered.chunks_written),
+                100.0 * f.mapping_bytes / cb, 100.0 * f.history_bytes / cb);
   }
   // Fig. 19: per layer, the share of prefix KV loaded and of IMPRESS probe tests that fell back.
   for (const auto& r : runs) {
@@ -237,7 +275,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   CLI::App* cmd = app.add_subcommand("run", "Request stream over a prefix pool: TTFT, I/O and accuracy per system");
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
   cmd->add_option("--task", o->task, "piqa, rte, copa or openbookqa");
-  cmd->add_option("--system", o->systems, "comma-separated: recomp, as, h2o-lru, h2o-lfu, impress-itf");
+  cmd->add_option("--system", o->systems, std::string("comma-separated: ") + kSystemNames);
   cmd->add_option("--retention", o->retention, "share of prefix tokens kept (h2o, impress)")->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--alpha", o->alpha, "IMPRESS threshold exponent")->check(CLI::NonNegativeNumber);
   cmd->add_option("--pool", o->pool, "distinct prefixes")->check(CLI::PositiveNumber);
@@ -259,6 +297,8 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--seed", o->seed, "seed of the pool and the stream");
   cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl");
   cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
+  cmd->add_option("--reorder-every", o->reorder_every, "reorder the store in the background after every N requests (RO systems; 0: never)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", o->json_path, "write the results as JSON");
   AddRuntimeFlags(cmd, &o->runtime);
   commands->push_back({cmd, [o] { return RunRun(*o); }});

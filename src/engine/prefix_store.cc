@@ -73,16 +73,219 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   so.read_bytes_per_second = opt.disk_bytes_per_second;
   std::vector<std::string> committed;
   ASSIGN_OR_RETURN(s->disk_, ChunkStore::Open(opt.dir, so, &committed));
-  for (const auto& meta : committed) {  // rebuild the tree: same inserts, same chunk ids
-    auto j = nlohmann::json::parse(meta);
-    s->tree_.Insert(j["tokens"].get<std::vector<int32_t>>());
-  }
+  for (const auto& meta : committed)  // rebuild the tree: same inserts and reorders, same chunk ids
+    RETURN_IF_ERROR(s->Replay(meta).WithContext(opt.dir + "/log"));
   TierOptions tiers = opt.tiers;
   tiers.gpu_device = model.device();
   ASSIGN_OR_RETURN(s->cache_, TieredCache::Create(tiers));
   RadixTree* tree = &s->tree_;
   s->cache_->SetPinned([tree](uint64_t key) { return tree->IsLocked(key >> 12); });
   return s;
+}
+
+Status PrefixStore::Replay(const std::string& meta) {
+  auto j = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::Error("a committed record is not JSON");
+  try {
+    if (j.contains("reorder")) {
+      const auto& r = j["reorder"];
+      auto copy = std::make_shared<ReorderedChunks>();
+      const uint64_t first = r["first_chunk"].get<uint64_t>();
+      auto source = r["source"].get<std::vector<uint64_t>>();
+      for (size_t i = 0; i < source.size(); ++i) copy->chunks.push_back(first + i);
+      copy->order = r["order"].get<std::vector<std::vector<int32_t>>>();
+      tree_.AdvanceChunkIds(first + source.size());
+      std::lock_guard<std::mutex> lock(mu_);
+      InstallLocked(r["path"].get<std::vector<int32_t>>(), source, std::move(copy));
+      return Status::OK();
+    }
+    auto tokens = j["tokens"].get<std::vector<int32_t>>();
+    if (j.contains("first_chunk")) tree_.Insert(tokens, j["first_chunk"].get<uint64_t>());
+    else tree_.Insert(tokens);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Error(std::string("a committed record is malformed: ") + e.what());
+  }
+  return Status::OK();
+}
+
+bool PrefixStore::InstallLocked(const std::vector<int32_t>& path, const std::vector<uint64_t>& source,
+                                std::shared_ptr<const ReorderedChunks> copy) {
+  RadixTree::Node* node = tree_.FindNode(path);
+  if (node == nullptr || node->chunks != source) return false;
+  const size_t n = node->tokens.size();
+  if (copy->order.size() != static_cast<size_t>(geo_.layers)) return false;
+  for (const auto& o : copy->order)
+    if (o.size() != n) return false;
+  tree_.SetReordered(node, std::move(copy));
+  return true;
+}
+
+void PrefixStore::ForgetRetiredLocked() {
+  for (uint64_t c : tree_.TakeRetired())
+    for (int l = 0; l < geo_.layers; ++l) cache_->Erase(CacheKey(c, l));
+}
+
+PrefixLease PrefixStore::Acquire(const std::vector<int32_t>& prefix, int64_t max_tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ForgetRetiredLocked();
+  PrefixLease lease;
+  lease.match = tree_.MatchPrefix(prefix);
+  RadixTree::Match& m = lease.match;
+  while (!m.chunks.empty() && m.tokens() > max_tokens) m.chunks.pop_back();
+  // Walk the path: each node contributes its matched chunks (all of them, or a leading part).
+  const int64_t c = geo_.chunk_tokens;
+  std::vector<RadixTree::Node*> path;
+  size_t at = 0;  // chunks of the match assigned so far
+  bool any_reordered = false;
+  for (RadixTree::Node* node : m.path) {
+    if (at >= m.chunks.size()) break;
+    const size_t take = std::min(node->chunks.size(), m.chunks.size() - at);
+    PrefixLease::Span span{node, static_cast<int64_t>(at) * c, static_cast<int64_t>(take) * c,
+                           take == node->chunks.size()};
+    if (span.whole && node->reordered) {
+      lease.chunks.insert(lease.chunks.end(), node->reordered->chunks.begin(), node->reordered->chunks.end());
+      any_reordered = true;
+    } else {
+      lease.chunks.insert(lease.chunks.end(), m.chunks.begin() + at, m.chunks.begin() + at + take);
+    }
+    lease.spans.push_back(span);
+    path.push_back(node);
+    at += take;
+  }
+  m.path = path;
+  tree_.Lock(m);
+  if (any_reordered) {
+    const int64_t p = m.tokens();
+    for (int l = 0; l < geo_.layers; ++l) {
+      at::Tensor slots = at::empty({p}, at::kLong);
+      int64_t* out = slots.data_ptr<int64_t>();
+      for (const auto& sp : lease.spans) {
+        const auto& r = sp.node->reordered;
+        if (sp.whole && r) {
+          const auto& order = r->order[l];
+          for (size_t s = 0; s < order.size(); ++s) out[sp.start + order[s]] = sp.start + static_cast<int64_t>(s);
+        } else {
+          for (int64_t t = 0; t < sp.length; ++t) out[sp.start + t] = sp.start + t;
+        }
+      }
+      lease.slot_of.push_back(slots);
+    }
+  }
+  return lease;
+}
+
+void PrefixStore::Release(const PrefixLease& lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tree_.Unlock(lease.match);
+}
+
+at::Tensor PrefixStore::ToTokenOrder(const PrefixLease& lease, int layer, const at::Tensor& stored) const {
+  if (!lease.reordered()) return stored;
+  return stored.index_select(1, lease.slot_of[layer].to(stored.device()));
+}
+
+at::Tensor PrefixStore::SlotsOf(const PrefixLease& lease, int layer, const at::Tensor& positions) const {
+  if (!lease.reordered()) return positions;
+  return lease.slot_of[layer].index_select(0, positions.cpu());
+}
+
+void PrefixStore::RecordImportance(const PrefixLease& lease, int layer, const at::Tensor& importance) {
+  at::Tensor imp = importance.to(at::kCPU, at::kFloat).contiguous();
+  const float* x = imp.data_ptr<float>();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& sp : lease.spans) {
+    RadixTree::Node* node = sp.node;
+    // A partial match sees only part of the node (its ranks would be biased);
+    // a node split since the lease was taken no longer has this span's shape.
+    if (!sp.whole || sp.length != static_cast<int64_t>(node->tokens.size())) continue;
+    if (node->history.empty()) node->history.assign(geo_.layers, std::vector<float>(node->tokens.size(), 0.f));
+    auto& h = node->history[layer];
+    for (int64_t t = 0; t < sp.length; ++t) h[t] += x[sp.start + t];
+    if (layer == 0) node->history_n++;
+  }
+}
+
+Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
+  struct Candidate {
+    std::vector<int32_t> path;
+    std::vector<uint64_t> source;
+    std::vector<std::vector<float>> history;
+    std::shared_ptr<const ReorderedChunks> current;
+  };
+  std::vector<Candidate> todo;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (RadixTree::Node* n : tree_.Nodes()) {
+      stats->nodes_examined++;
+      if (n->history_n < opt.min_history || n->history.empty()) continue;
+      todo.push_back({tree_.PathTo(n), n->chunks, n->history, n->reordered});
+    }
+  }
+  const int64_t c = geo_.chunk_tokens;
+  const size_t kb = geo_.KeyBytes();
+  const auto opts = at::TensorOptions().dtype(kv_type_);
+  for (Candidate& cand : todo) {
+    const int64_t n = static_cast<int64_t>(cand.source.size());
+    // Most important first; ties keep token order.
+    std::vector<std::vector<int32_t>> order(geo_.layers);
+    bool same = cand.current != nullptr;
+    for (int l = 0; l < geo_.layers; ++l) {
+      at::Tensor h = at::from_blob(cand.history[l].data(), {n * c}, at::kFloat);
+      at::Tensor idx = std::get<1>(h.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true)).to(at::kInt).contiguous();
+      order[l].assign(idx.data_ptr<int32_t>(), idx.data_ptr<int32_t>() + n * c);
+      same = same && cand.current->order[l] == order[l];
+    }
+    if (same) continue;
+    // Read the node's original chunks from disk (not through the caches,
+    // which belong to the request path) and re-pack them.
+    std::vector<ChunkWrite> writes;
+    std::vector<at::Tensor> keep;
+    uint64_t first;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      first = tree_.ReserveChunkIds(static_cast<size_t>(n));
+    }
+    for (int l = 0; l < geo_.layers; ++l) {
+      at::Tensor k = at::empty({n * c, geo_.kv_heads, geo_.head_dim}, opts);
+      at::Tensor v = at::empty_like(k);
+      std::vector<ChunkRead> reads;
+      for (int64_t i = 0; i < n; ++i)
+        reads.push_back({cand.source[i], l, kKeys | kValues, static_cast<uint8_t*>(k.data_ptr()) + i * kb,
+                         static_cast<uint8_t*>(v.data_ptr()) + i * kb, nullptr});
+      RETURN_IF_ERROR(disk_->Read(reads));
+      stats->bytes_read += 2 * n * static_cast<int64_t>(kb);
+      at::Tensor idx = at::tensor(std::vector<int64_t>(order[l].begin(), order[l].end()), at::kLong);
+      at::Tensor k2 = k.index_select(0, idx).contiguous(), v2 = v.index_select(0, idx).contiguous();
+      at::Tensor p2 = k2.narrow(1, 0, geo_.probe_kv_heads).contiguous();
+      keep.insert(keep.end(), {k2, v2, p2});
+      for (int64_t i = 0; i < n; ++i)
+        writes.push_back({first + static_cast<uint64_t>(i), l, k2[i * c].data_ptr(), v2[i * c].data_ptr(),
+                          p2[i * c].data_ptr()});
+    }
+    nlohmann::json meta = {{"reorder", {{"path", cand.path}, {"source", cand.source}, {"first_chunk", first},
+                                        {"order", order}}}};
+    RETURN_IF_ERROR(disk_->Commit(writes, meta.dump()));
+    stats->chunks_written += static_cast<int64_t>(writes.size());
+    stats->bytes_written += static_cast<int64_t>(writes.size() * (2 * kb + geo_.ProbeBytes()));
+    auto copy = std::make_shared<ReorderedChunks>();
+    for (int64_t i = 0; i < n; ++i) copy->chunks.push_back(first + static_cast<uint64_t>(i));
+    copy->order = std::move(order);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (InstallLocked(cand.path, cand.source, std::move(copy))) stats->nodes_reordered++;
+  }
+  return Status::OK();
+}
+
+ReorderFootprint PrefixStore::Footprint() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ReorderFootprint f;
+  for (RadixTree::Node* n : tree_.Nodes()) {
+    if (n->reordered)
+      for (const auto& o : n->reordered->order) f.mapping_bytes += static_cast<int64_t>(o.size() * sizeof(int32_t));
+    for (const auto& h : n->history) f.history_bytes += static_cast<int64_t>(h.size() * sizeof(float));
+    f.chunk_bytes += static_cast<int64_t>(n->chunks.size()) * geo_.layers * chunk_kv_bytes();
+  }
+  return f;
 }
 
 int64_t PrefixStore::chunk_kv_bytes() const { return 2 * static_cast<int64_t>(geo_.KeyBytes()); }
@@ -171,6 +374,7 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_
 }
 
 StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv, int64_t kv_offset) {
+  std::lock_guard<std::mutex> lock(mu_);
   const int64_t c = opt_.chunk_tokens;
   const int64_t matched = static_cast<int64_t>(tree_.MatchPrefix(tokens).chunks.size());
   const int64_t total = static_cast<int64_t>(tokens.size()) / c;
@@ -193,8 +397,8 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
     }
   }
   std::vector<int32_t> whole(tokens.begin(), tokens.begin() + total * c);
-  RETURN_IF_ERROR(disk_->Commit(writes, nlohmann::json{{"tokens", whole}}.dump()));
-  std::vector<uint64_t> ids = tree_.Insert(whole);
+  RETURN_IF_ERROR(disk_->Commit(writes, nlohmann::json{{"tokens", whole}, {"first_chunk", first_id}}.dump()));
+  std::vector<uint64_t> ids = tree_.Insert(whole, first_id);
   IMPRESS_CHECK(ids.size() == static_cast<size_t>(total) && ids[matched] == first_id);
   for (auto& [key, chunk] : to_cache) cache_->Put(key, chunk);
   return total - matched;

@@ -2,9 +2,18 @@
 // stored, the tiered cache holds some chunks in GPU and CPU memory, and the
 // chunk store holds every chunk on disk. Owns all three and keeps them
 // consistent: the tree is rebuilt from the store's log when it is reopened.
+//
+// KV reordering (PAPER.md section 2): Reorder() re-packs each node's tokens by
+// their historical importance into new chunks, one order per layer, while
+// requests keep running. A request reads the version it acquired (old or new,
+// never a mix) and gets its KV back in token order.
+//
+// Thread-safe: Acquire, Release, RecordImportance, Insert and Reorder may run
+// on different threads; Fetch and LoadLayer on any thread holding a lease.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,6 +47,45 @@ struct LoadStats {
   int64_t bytes[3] = {0, 0, 0};      // served from GPU, CPU, disk
 };
 
+// The stored prefix one request reads, fixed when the request starts: a
+// reorder that lands later does not change it, and the chunks it names stay
+// on disk. Its nodes are locked (their chunks are not evicted) until Release.
+struct PrefixLease {
+  RadixTree::Match match;        // the matched prefix in original chunks
+  std::vector<uint64_t> chunks;  // what to read, in stored order
+  // Per layer: token position -> slot in the concatenation of `chunks`
+  // ([P] int64, host); empty when every matched node is in token order.
+  std::vector<at::Tensor> slot_of;
+  struct Span {
+    RadixTree::Node* node;
+    int64_t start = 0;   // first token of the node in the matched prefix
+    int64_t length = 0;  // tokens of it matched
+    bool whole = false;  // the whole node is matched
+  };
+  std::vector<Span> spans;
+  int64_t tokens() const { return match.tokens(); }
+  bool reordered() const { return !slot_of.empty(); }
+};
+
+struct ReorderOptions {
+  int64_t min_history = 1;  // requests a node must have seen to be reordered
+};
+
+struct ReorderStats {
+  int64_t nodes_examined = 0;
+  int64_t nodes_reordered = 0;  // new copies installed
+  int64_t chunks_written = 0;   // (chunk, layer) pairs
+  int64_t bytes_read = 0, bytes_written = 0;
+};
+
+// Memory the reordering metadata takes: the mapping lists of installed
+// copies and the importance histories.
+struct ReorderFootprint {
+  int64_t mapping_bytes = 0;
+  int64_t history_bytes = 0;
+  int64_t chunk_bytes = 0;  // KV bytes of every original chunk, for scale
+};
+
 class PrefixStore {
  public:
   static StatusOr<std::unique_ptr<PrefixStore>> Open(const Model& model, const PrefixStoreOptions& opt);
@@ -46,6 +94,23 @@ class PrefixStore {
   // [num_kv_heads, chunks * C, head_dim] on the model's device and dtype.
   // A chunk that fails its checksum is an error (the caller recomputes).
   Status LoadLayer(const std::vector<uint64_t>& chunks, int layer, at::Tensor* k, at::Tensor* v, LoadStats* stats);
+
+  // Matches `prefix` (at most `max_tokens` of it), locks the matched nodes and
+  // names the chunks to read: a wholly matched node's reordered copy when it
+  // has one, else its own chunks. Also forgets retired chunks in the caches.
+  PrefixLease Acquire(const std::vector<int32_t>& prefix, int64_t max_tokens);
+  void Release(const PrefixLease& lease);
+  // [H, P, d] in the lease's stored order -> token order.
+  at::Tensor ToTokenOrder(const PrefixLease& lease, int layer, const at::Tensor& stored) const;
+  // Token positions (int64, host) -> slots in the lease's stored order.
+  at::Tensor SlotsOf(const PrefixLease& lease, int layer, const at::Tensor& positions) const;
+  // Adds one request's per-token importance of `layer` ([P] fp32, token
+  // order) to the history of every wholly matched node.
+  void RecordImportance(const PrefixLease& lease, int layer, const at::Tensor& importance);
+  // Re-packs every node with enough history whose importance order changed
+  // (durably: a crash keeps either copy). Safe while requests run.
+  Status Reorder(const ReorderOptions& opt, ReorderStats* stats);
+  ReorderFootprint Footprint() const;
   // Stores the whole chunks of `tokens` that the tree does not hold yet,
   // taking their KV from `kv`, whose entry 0 is the token at position
   // `kv_offset` (it must hold those positions), and caches them. Returns the
@@ -68,6 +133,7 @@ class PrefixStore {
   // model's device and in its dtype.
   at::Tensor StackChunks(const std::vector<at::Tensor>& parts) const;
 
+  // The tree, for single-threaded inspection (tests, stats).
   RadixTree& tree() { return tree_; }
   TieredCache& cache() { return *cache_; }
   ChunkStore& disk() { return *disk_; }
@@ -78,11 +144,19 @@ class PrefixStore {
 
  private:
   PrefixStore(const Model& model, const PrefixStoreOptions& opt);
+  // Replays one committed record into the tree.
+  Status Replay(const std::string& meta);
+  // Installs a reordered copy of the node at `path` if its own chunks are
+  // still `source` (a split since makes the copy stale). REQUIRES: mu_ held.
+  bool InstallLocked(const std::vector<int32_t>& path, const std::vector<uint64_t>& source,
+                     std::shared_ptr<const ReorderedChunks> copy);
+  void ForgetRetiredLocked();
 
   const Model& model_;
   PrefixStoreOptions opt_;
   ChunkGeometry geo_;
   at::ScalarType kv_type_;
+  mutable std::mutex mu_;  // guards tree_ (its nodes, histories and copies)
   RadixTree tree_;
   std::unique_ptr<ChunkStore> disk_;
   std::unique_ptr<TieredCache> cache_;

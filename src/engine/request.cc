@@ -26,8 +26,8 @@ void AddStats(LoadStats* to, const LoadStats& from) {
 // another thread while layer l computes, and collects everything into `dense`.
 class ReuseKv final : public KvProvider {
  public:
-  ReuseKv(PrefixStore& store, std::vector<uint64_t> chunks, DenseKvCache& dense, int layers, bool prefetch)
-      : store_(store), chunks_(std::move(chunks)), dense_(dense), loads_(layers), prefetch_(prefetch) {
+  ReuseKv(PrefixStore& store, const PrefixLease& lease, DenseKvCache& dense, int layers, bool prefetch)
+      : store_(store), lease_(lease), dense_(dense), loads_(layers), prefetch_(prefetch) {
     Start(0);
   }
   ~ReuseKv() override {
@@ -71,13 +71,17 @@ class ReuseKv final : public KvProvider {
     loads_[l] = std::async(std::launch::async, [this, l] {
       c10::InferenceMode guard;
       Loaded r;
-      r.status = store_.LoadLayer(chunks_, l, &r.k, &r.v, &r.stats);
+      r.status = store_.LoadLayer(lease_.chunks, l, &r.k, &r.v, &r.stats);
+      if (r.status.ok()) {
+        r.k = store_.ToTokenOrder(lease_, l, r.k);
+        r.v = store_.ToTokenOrder(lease_, l, r.v);
+      }
       return r;
     });
   }
 
   PrefixStore& store_;
-  std::vector<uint64_t> chunks_;
+  const PrefixLease& lease_;
   DenseKvCache& dense_;
   std::vector<std::future<Loaded>> loads_;
   bool prefetch_;
@@ -90,12 +94,15 @@ class ReuseKv final : public KvProvider {
 // reads every chunk's keys, picks each head's top-k and reads the values of
 // the chunks holding a chosen token; IMPRESS reads the probe keys only, and
 // when the probe heads agree reads keys and values of the chunks holding the
-// agreed tokens, else takes the H2O path.
+// agreed tokens, else takes the H2O path. Works in token order: what is read
+// in the lease's stored order is put back in token order first, and chosen
+// tokens are found in the stored order through the lease's slots.
 class StoreSelector {
  public:
-  StoreSelector(PrefixStore& store, const Model& model, std::vector<uint64_t> chunks, const SelectorOptions& opt,
-                RequestTrace* trace)
-      : store_(store), model_(model), chunks_(std::move(chunks)), opt_(opt), trace_(trace) {}
+  StoreSelector(PrefixStore& store, const Model& model, const PrefixLease& lease, const SelectorOptions& opt,
+                bool record_importance, RequestTrace* trace)
+      : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), opt_(opt),
+        record_(record_importance), trace_(trace) {}
 
   SelectedPrefix operator()(const LayerQkv& qkv) {
     auto t0 = Clock::now();
@@ -114,7 +121,7 @@ class StoreSelector {
     std::vector<PrefixStore::Parts> parts;
     if (opt_.kind == SelectorKind::kFull || k >= p) {
       if (!Fetch(l, kKeys | kValues, &parts)) return {};
-      return SelectFromPrefix({SelectorKind::kFull}, qkv, Keys(parts), Values(parts));
+      return SelectFromPrefix({SelectorKind::kFull}, qkv, ToTokenOrder(l, Keys(parts)), ToTokenOrder(l, Values(parts)));
     }
     if (opt_.kind == SelectorKind::kItf) {
       const int64_t hq = qkv.q.size(0), g = hq / qkv.k.size(0);
@@ -122,18 +129,19 @@ class StoreSelector {
       if (!Fetch(l, kProbeKeys, &parts)) return {};
       std::vector<at::Tensor> pk;
       for (auto& x : parts) pk.push_back(x.probe.defined() ? x.probe : x.k.narrow(1, 0, probe_kv));
-      at::Tensor probe_keys = store_.StackChunks(pk).narrow(0, 0, probe_kv);
+      at::Tensor probe_keys = ToTokenOrder(l, store_.StackChunks(pk).narrow(0, 0, probe_kv));
       at::Tensor imp = PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys, qkv.k.slice(0, 0, probe_kv),
                                         qkv.scale).slice(0, 0, probes);
       ItfDecision d = DecideItf(imp, k, opt_.alpha);
       if (d.trusted) {
-        at::Tensor agreed = d.agreed.cpu();
-        std::vector<int64_t> need = Chunks(agreed, c);
+        Record(l, imp, qkv.q.size(1));
+        at::Tensor slots = store_.SlotsOf(lease_, l, d.agreed.cpu());
+        std::vector<int64_t> need = Chunks(slots, c);
         if (!FetchSome(l, kKeys | kValues, need, &parts)) return {};
-        CountImportant(agreed, c, need);
+        CountImportant(slots, c, need);
+        at::Tensor local = Local(slots, need, c);
         SelectedPrefix s;
-        s.kv = PrefixKv{Keys(parts, need).index_select(1, Local(agreed, need, c)),
-                        Values(parts, need).index_select(1, Local(agreed, need, c)), {}};
+        s.kv = PrefixKv{Keys(parts, need).index_select(1, local), Values(parts, need).index_select(1, local), {}};
         s.total = p;
         s.kept = k;
         s.probed = true;
@@ -151,10 +159,11 @@ class StoreSelector {
   SelectedPrefix H2O(const LayerQkv& qkv, int l, int64_t k, std::vector<PrefixStore::Parts>* parts) {
     const int64_t c = store_.geometry().chunk_tokens;
     if (!Fetch(l, kKeys, parts)) return {};
-    at::Tensor keys = Keys(*parts);
+    at::Tensor keys = ToTokenOrder(l, Keys(*parts));
     at::Tensor imp = PrefixImportance(qkv.q, keys, qkv.k, qkv.scale);
+    Record(l, imp, qkv.q.size(1));
     at::Tensor sets = TopKSets(imp, k);
-    at::Tensor chosen = std::get<0>(at::_unique(sets.flatten().cpu()));
+    at::Tensor chosen = store_.SlotsOf(lease_, l, std::get<0>(at::_unique(sets.flatten().cpu())));
     std::vector<int64_t> need = Chunks(chosen, c);
     if (!FetchSome(l, kValues, need, parts)) return {};
     CountImportant(chosen, c, need);
@@ -164,10 +173,17 @@ class StoreSelector {
     at::Tensor keep = at::zeros({qkv.q.size(0), keys.size(1)}, at::TensorOptions().dtype(at::kBool).device(keys.device()));
     keep.scatter_(1, sets, true);
     SelectedPrefix s;
-    s.kv = PrefixKv{keys, store_.StackChunks(vs), keep};
+    s.kv = PrefixKv{keys, ToTokenOrder(l, store_.StackChunks(vs)), keep};
     s.total = keys.size(1);
     s.kept = k;
     return s;
+  }
+
+  at::Tensor ToTokenOrder(int l, const at::Tensor& stored) { return store_.ToTokenOrder(lease_, l, stored); }
+  // Adds this request's importance [H, P] (column sums over `rows` query
+  // rows) to the history reordering sorts by, as a mean attention weight.
+  void Record(int l, const at::Tensor& imp, int64_t rows) {
+    if (record_) store_.RecordImportance(lease_, l, imp.sum(0) / static_cast<double>(imp.size(0) * rows));
   }
 
   bool Fetch(int l, uint8_t what, std::vector<PrefixStore::Parts>* parts) {
@@ -203,14 +219,14 @@ class StoreSelector {
     else for (int64_t i : which) vs.push_back(parts[i].v);
     return store_.StackChunks(vs);
   }
-  // Chunk indices holding the given token indices, ascending.
+  // Chunk indices holding the given slots, ascending.
   static std::vector<int64_t> Chunks(const at::Tensor& tokens, int64_t c) {
     std::set<int64_t> s;
     auto acc = tokens.accessor<int64_t, 1>();
     for (int64_t i = 0; i < acc.size(0); ++i) s.insert(acc[i] / c);
     return std::vector<int64_t>(s.begin(), s.end());
   }
-  // Positions of `tokens` inside the concatenation of the chunks `need`.
+  // Positions of the slots `tokens` inside the concatenation of the chunks `need`.
   at::Tensor Local(const at::Tensor& tokens, const std::vector<int64_t>& need, int64_t c) {
     std::vector<int64_t> slot(need.back() + 1, -1);
     for (size_t j = 0; j < need.size(); ++j) slot[need[j]] = static_cast<int64_t>(j);
@@ -227,8 +243,10 @@ class StoreSelector {
 
   PrefixStore& store_;
   const Model& model_;
-  std::vector<uint64_t> chunks_;
+  const PrefixLease& lease_;
+  const std::vector<uint64_t>& chunks_;
   SelectorOptions opt_;
+  bool record_;
   RequestTrace* trace_;
   Status status_;
 };
@@ -236,6 +254,8 @@ class StoreSelector {
 at::Tensor LastLogProbs(const at::Tensor& logits) { return at::log_softmax(logits[0], -1).cpu(); }
 
 }  // namespace
+
+const char* const kSystemNames = "recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro";
 
 StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {
   System s;
@@ -250,12 +270,13 @@ StatusOr<System> ParseSystem(const std::string& name, double retention, double a
     s.policy = name == "h2o-lru" ? "lru" : "lfu";
     return s;
   }
-  if (name == "impress-itf") {
+  if (name == "impress-itf" || name == "impress-itf-ro") {
     s.select.kind = SelectorKind::kItf;
     s.policy = "lfu";
+    s.reorder = name == "impress-itf-ro";
     return s;
   }
-  return Status::Error("--system: unknown system '" + name + "' (recomp, as, h2o-lru, h2o-lfu, impress-itf)");
+  return Status::Error("--system: unknown system '" + name + "' (" + kSystemNames + ")");
 }
 
 StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore* store,
@@ -277,23 +298,21 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     return last;
   }
   std::vector<int32_t> prefix(context.begin(), context.begin() + std::min<int64_t>(storable, context.size()));
-  RadixTree::Match match = store->tree().MatchPrefix(prefix);
   // Keep at least one token to compute: its logits are the first token's.
-  while (!match.chunks.empty() && match.tokens() >= static_cast<int64_t>(context.size())) match.chunks.pop_back();
-  const int64_t m = match.tokens();
+  const PrefixLease lease = store->Acquire(prefix, static_cast<int64_t>(context.size()) - 1);
+  const int64_t m = lease.tokens();
   std::vector<int32_t> rest(context.begin() + m, context.end());
   trace->selection = SelectionCounters(layers);
   at::Tensor last;
   Status load_error;
   const DenseKvCache* computed = nullptr;  // the new tokens' KV, from position kv_offset
   int64_t kv_offset = 0;
-  store->tree().Lock(match);
   if (m == 0) {
     last = recompute();
     computed = static_cast<DenseKvCache*>(kv_out->get());
   } else if (system.select.kind == SelectorKind::kFull) {
     auto dense = std::make_unique<DenseKvCache>(layers);
-    ReuseKv reuse(*store, match.chunks, *dense, layers, opt.prefetch);
+    ReuseKv reuse(*store, lease, *dense, layers, opt.prefetch);
     last = LastLogProbs(model.Forward(rest, m, reuse));
     load_error = reuse.status();
     trace->io_ms = reuse.io_ms();
@@ -301,7 +320,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     computed = dense.get();
     *kv_out = std::move(dense);
   } else {
-    StoreSelector selector(*store, model, match.chunks, system.select, trace);
+    StoreSelector selector(*store, model, lease, system.select, system.reorder, trace);
     auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
     last = LastLogProbs(model.Forward(rest, m, *selected));
     load_error = selector.status();
@@ -309,7 +328,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     kv_offset = m;
     *kv_out = std::move(selected);
   }
-  store->tree().Unlock(match);
+  store->Release(lease);
   if (!load_error.ok()) {  // never serve a corrupt chunk: recompute everything
     trace->recomputed_after_error = true;
     trace->error = load_error.message();

@@ -113,8 +113,9 @@ PrefixKv SelectedContextKv::Prefix(const LayerQkv& qkv) {
 StatusOr<SelectorKind> SelectorForSystem(const std::string& system) {
   if (system == "recomp" || system == "as") return SelectorKind::kFull;
   if (system == "h2o-lru" || system == "h2o-lfu") return SelectorKind::kH2O;
-  if (system == "impress-itf") return SelectorKind::kItf;
-  return Status::Error("unknown system '" + system + "' (recomp, as, h2o-lru, h2o-lfu, impress-itf)");
+  // Reordering and cache policy change where KV lives, not which tokens are chosen.
+  if (system == "impress-itf" || system == "impress-itf-ro" || system == "impress") return SelectorKind::kItf;
+  return Status::Error("unknown system '" + system + "' (recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress)");
 }
 
 }  // namespace impress

@@ -1,0 +1,237 @@
+// KV reordering (PAPER.md section 2): a reordered store serves exactly the KV
+// of the unreordered one, through every system; its copies survive reopening
+// and are dropped when their node splits; requests stay exact while the
+// reorderer rewrites the nodes they read.
+#include "engine/prefix_store.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "cache/radix_tree.h"
+#include "engine/reorder_worker.h"
+#include "engine/request.h"
+#include "model/model.h"
+#include "test_util.h"
+
+namespace impress {
+namespace {
+
+using testing::TempDir;
+
+TEST(RadixTreeReorder, CopiesAreRetiredWhenReplacedOrSplit) {
+  RadixTree t(2);
+  std::vector<int32_t> a = {1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(t.Insert(a), (std::vector<uint64_t>{0, 1, 2}));
+  RadixTree::Node* n = t.FindNode(a);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(t.PathTo(n), a);
+  EXPECT_EQ(t.FindNode({1, 2}), nullptr);  // not the end of a node
+  const uint64_t first = t.ReserveChunkIds(3);
+  EXPECT_EQ(first, 3u);
+  auto copy = std::make_shared<ReorderedChunks>();
+  copy->chunks = {3, 4, 5};
+  copy->order = {{5, 4, 3, 2, 1, 0}};
+  t.SetReordered(n, copy);
+  EXPECT_EQ(t.chunk_count(), 6u);
+  EXPECT_TRUE(t.TakeRetired().empty());
+  n->history = {{1, 2, 3, 4, 5, 6}};
+  n->history_n = 1;
+  // A prefix that diverges after the first chunk splits the node: the copy
+  // mixes both halves' tokens and is dropped; the history splits.
+  EXPECT_EQ(t.Insert({1, 2, 9, 9}), (std::vector<uint64_t>{0, 6}));
+  EXPECT_EQ(n->reordered, nullptr);
+  EXPECT_EQ(t.TakeRetired(), (std::vector<uint64_t>{3, 4, 5}));
+  EXPECT_EQ(n->history[0], (std::vector<float>{1, 2}));
+  RadixTree::Node* tail = t.FindNode(a);
+  ASSERT_NE(tail, nullptr);
+  EXPECT_EQ(tail->history[0], (std::vector<float>{3, 4, 5, 6}));
+  EXPECT_EQ(tail->chunks, (std::vector<uint64_t>{1, 2}));
+  // Ids named by the caller (replay) are kept, and later ids come after them.
+  EXPECT_EQ(t.Insert({7, 7, 8, 8}, 40), (std::vector<uint64_t>{40, 41}));
+  EXPECT_EQ(t.Insert({5, 5}), (std::vector<uint64_t>{42}));
+}
+
+class ReorderTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    auto manifest = testing::FixtureManifest();
+    if (!manifest["models"].contains(GetParam())) GTEST_SKIP() << GetParam() << " not made here";
+    auto m = LoadModel(manifest["models"][GetParam()], LoadOptions{testing::TestDevice(), "float32"});
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    model_ = std::move(*m);
+  }
+  PrefixStoreOptions Options(const std::string& dir) {
+    PrefixStoreOptions o;
+    o.dir = dir;
+    o.chunk_tokens = 16;
+    o.tiers.gpu_bytes = 64 << 10;
+    o.tiers.cpu_bytes = 128 << 10;
+    return o;
+  }
+  std::vector<int32_t> Tokens(int n, int seed) {
+    std::vector<int32_t> t(n);
+    for (int i = 0; i < n; ++i) t[i] = (i * 7919 + seed * 104729 + 13) % model_->config().vocab_size;
+    return t;
+  }
+  std::vector<int32_t> Query(const std::vector<int32_t>& prefix, int q) {
+    std::vector<int32_t> ctx = prefix;
+    for (int32_t t : Tokens(6 + q % 5, 300 + q)) ctx.push_back(t);
+    return ctx;
+  }
+  at::Tensor Run(const char* system, double retention, PrefixStore* store, const std::vector<int32_t>& ctx,
+                 int64_t storable, RequestTrace* t = nullptr) {
+    RequestTrace local;
+    std::unique_ptr<RewindableKv> kv;
+    auto r = RunRequest(*ParseSystem(system, retention), *model_, store, ctx, storable, &kv, t ? t : &local);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : at::Tensor();
+  }
+  // Stores `prefix`, then runs `requests` impress-itf-ro requests to build an importance history.
+  void Warm(PrefixStore* store, const std::vector<int32_t>& prefix, int requests) {
+    Run("as", 1.0, store, prefix, static_cast<int64_t>(prefix.size()));
+    for (int q = 0; q < requests; ++q)
+      Run("impress-itf-ro", 0.25, store, Query(prefix, q), static_cast<int64_t>(prefix.size()));
+  }
+  std::unique_ptr<Model> model_;
+};
+
+TEST_P(ReorderTest, ReorderedStoreServesTheSameKv) {
+  TempDir a_dir, b_dir;
+  auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
+  auto b = PrefixStore::Open(*model_, Options(b_dir.path()));
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::vector<int32_t> prefix = Tokens(128, 1);
+  Warm(a->get(), prefix, 4);
+  Run("as", 1.0, b->get(), prefix, 128);
+  ReorderStats stats;
+  ASSERT_TRUE((*a)->Reorder({}, &stats).ok());
+  EXPECT_EQ(stats.nodes_reordered, 1);
+  const int layers = model_->config().num_layers;
+  EXPECT_EQ(stats.chunks_written, 8 * layers);
+  // Some layer's order is not the identity (importance is not flat), and the
+  // mapping list restores token order exactly.
+  PrefixLease lease = (*a)->Acquire(prefix, 128);
+  ASSERT_TRUE(lease.reordered());
+  EXPECT_NE(lease.chunks, lease.match.chunks);
+  bool moved = false;
+  for (int l = 0; l < layers; ++l) {
+    moved |= !lease.slot_of[l].equal(at::arange(128, at::kLong));
+    at::Tensor k0, v0, k1, v1;
+    LoadStats s;
+    ASSERT_TRUE((*a)->LoadLayer(lease.match.chunks, l, &k0, &v0, &s).ok());
+    ASSERT_TRUE((*a)->LoadLayer(lease.chunks, l, &k1, &v1, &s).ok());
+    EXPECT_FALSE(l == 0 && moved && k1.equal(k0));
+    EXPECT_TRUE((*a)->ToTokenOrder(lease, l, k1).equal(k0)) << "layer " << l;
+    EXPECT_TRUE((*a)->ToTokenOrder(lease, l, v1).equal(v0)) << "layer " << l;
+  }
+  (*a)->Release(lease);
+  EXPECT_TRUE(moved);
+  // Every system reads the reordered store and gets the unreordered store's logits.
+  for (const auto& [system, retention] : std::vector<std::pair<const char*, double>>{
+           {"as", 1.0}, {"impress-itf", 0.25}, {"impress-itf-ro", 0.5}, {"h2o-lru", 0.25}}) {
+    for (int q = 10; q < 13; ++q) {
+      auto ctx = Query(prefix, q);
+      RequestTrace ta;
+      at::Tensor got = Run(system, retention, a->get(), ctx, 128, &ta);
+      at::Tensor want = Run(system, retention, b->get(), ctx, 128);
+      EXPECT_EQ(ta.reused_tokens, 128);
+      // H2O attends to the same tokens, but the values of tokens no head
+      // keeps come from different chunks (zeros or real values behind the mask).
+      if (std::string(system) == "h2o-lru")
+        EXPECT_LE((got - want).abs().max().item<double>(), 1e-6) << system;
+      else
+        EXPECT_TRUE(got.equal(want)) << system << " request " << q;
+    }
+  }
+}
+
+TEST_P(ReorderTest, CopiesSurviveReopenAndSplitsDropThem) {
+  TempDir a_dir, b_dir;
+  const std::vector<int32_t> prefix = Tokens(96, 2);
+  {
+    auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
+    ASSERT_TRUE(a.ok());
+    Warm(a->get(), prefix, 3);
+    ReorderStats stats;
+    ASSERT_TRUE((*a)->Reorder({}, &stats).ok());
+    ASSERT_EQ(stats.nodes_reordered, 1);
+    // Nothing changed since: a second pass writes nothing.
+    ReorderStats again;
+    ASSERT_TRUE((*a)->Reorder({}, &again).ok());
+    EXPECT_EQ(again.nodes_reordered, 0);
+  }
+  auto b = PrefixStore::Open(*model_, Options(b_dir.path()));
+  Run("as", 1.0, b->get(), prefix, 96);
+  auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  PrefixLease lease = (*a)->Acquire(prefix, 96);
+  EXPECT_TRUE(lease.reordered());
+  (*a)->Release(lease);
+  auto ctx = Query(prefix, 20);
+  EXPECT_TRUE(Run("impress-itf-ro", 0.25, a->get(), ctx, 96).equal(Run("impress-itf-ro", 0.25, b->get(), ctx, 96)));
+  // A prefix sharing the first 2 chunks splits the node: both halves read their original chunks.
+  std::vector<int32_t> other(prefix.begin(), prefix.begin() + 32);
+  for (int32_t t : Tokens(48, 9)) other.push_back(t);
+  Run("as", 1.0, a->get(), other, 80);
+  Run("as", 1.0, b->get(), other, 80);
+  lease = (*a)->Acquire(prefix, 96);
+  EXPECT_FALSE(lease.reordered());
+  (*a)->Release(lease);
+  EXPECT_TRUE(Run("as", 1.0, a->get(), ctx, 96).equal(Run("as", 1.0, b->get(), ctx, 96)));
+  // ... and the split survives reopening too.
+  a->reset();
+  a = PrefixStore::Open(*model_, Options(a_dir.path()));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  lease = (*a)->Acquire(prefix, 96);
+  EXPECT_FALSE(lease.reordered());
+  (*a)->Release(lease);
+  EXPECT_TRUE(Run("impress-itf-ro", 0.25, a->get(), ctx, 96).equal(Run("impress-itf-ro", 0.25, b->get(), ctx, 96)));
+}
+
+// The reorderer rewrites the nodes requests are reading, over and over (each
+// request's importance changes the order): every request still gets the
+// logits of an unreordered store.
+TEST_P(ReorderTest, RequestsStayExactWhileReordering) {
+  TempDir a_dir, b_dir;
+  auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
+  auto b = PrefixStore::Open(*model_, Options(b_dir.path()));
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::vector<std::vector<int32_t>> prefixes = {Tokens(96, 3), Tokens(64, 4)};
+  for (const auto& p : prefixes) {
+    Warm(a->get(), p, 1);
+    Run("as", 1.0, b->get(), p, static_cast<int64_t>(p.size()));
+  }
+  const char* systems[] = {"impress-itf-ro", "as", "h2o-lfu"};
+  const int n = 18;
+  std::vector<at::Tensor> want;
+  for (int q = 0; q < n; ++q) {
+    const auto& p = prefixes[q % 2];
+    want.push_back(Run(systems[q % 3], 0.25, b->get(), Query(p, q), static_cast<int64_t>(p.size())));
+  }
+  ReorderWorker worker(**a, ReorderWorkerOptions{});
+  for (int q = 0; q < n; ++q) {
+    worker.Trigger();
+    const auto& p = prefixes[q % 2];
+    at::Tensor got = Run(systems[q % 3], 0.25, a->get(), Query(p, q), static_cast<int64_t>(p.size()));
+    if (q % 3 == 2)
+      EXPECT_LE((got - want[q]).abs().max().item<double>(), 1e-6) << "request " << q;
+    else
+      EXPECT_TRUE(got.equal(want[q])) << "request " << q << " (" << systems[q % 3] << ")";
+  }
+  worker.Drain();
+  EXPECT_TRUE(worker.status().ok()) << worker.status().message();
+  EXPECT_GE(worker.stats().nodes_reordered, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ReorderTest, ::testing::Values("tiny-llama-gqa", "tiny-opt-postln-proj"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& c : s) if (c == '-') c = '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace impress
