@@ -82,10 +82,18 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
   return std::nullopt;
 }
 
-void TieredCache::Put(uint64_t key, const ChunkKv& kv) {
+void TieredCache::Put(uint64_t key, const ChunkKv& kv, Tier top) {
   std::lock_guard<std::mutex> lock(mu_);
   if (levels_[0].entries.count(key) || levels_[1].entries.count(key)) return;
-  if (!InsertLocked(0, key, ToTier(kv, 0))) InsertLocked(1, key, ToTier(kv, 1));
+  if (top == Tier::kGpu && InsertLocked(0, key, ToTier(kv, 0))) return;
+  if (top != Tier::kDisk) InsertLocked(1, key, ToTier(kv, 1));
+}
+
+Tier TieredCache::Where(uint64_t key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (levels_[0].entries.count(key)) return Tier::kGpu;
+  if (levels_[1].entries.count(key)) return Tier::kCpu;
+  return Tier::kDisk;
 }
 
 void TieredCache::Erase(uint64_t key) {

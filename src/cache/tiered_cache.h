@@ -50,8 +50,11 @@ class TieredCache {
   // moves the chunk to the GPU tier (the GPU's victims move down to the CPU
   // tier, the CPU's are dropped). `tier` tells where it was found.
   std::optional<ChunkKv> Get(uint64_t key, Tier* tier);
-  // Caches a chunk read from disk in the GPU tier (cascading evictions).
-  void Put(uint64_t key, const ChunkKv& kv);
+  // Caches a chunk read from disk in the GPU tier (cascading evictions), or
+  // from the CPU tier down when `top` is kCpu.
+  void Put(uint64_t key, const ChunkKv& kv, Tier top = Tier::kGpu);
+  // Where `key` is cached: kGpu, kCpu, or kDisk when in neither.
+  Tier Where(uint64_t key) const;
   // Chunks for which `pinned` is true are never evicted (in use by a request).
   void SetPinned(std::function<bool(uint64_t)> pinned) { pinned_ = std::move(pinned); }
   void RecordDiskRead(int64_t bytes);

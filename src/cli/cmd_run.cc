@@ -34,7 +34,7 @@ struct RunOptions {
   bool policy_set = false;
   uint64_t seed = 1234;
   bool no_prefetch = false;
-  int reorder_every = 10;
+  int reorder_every = 0;
   std::string json_path;
   RuntimeFlags runtime;
 };
@@ -47,6 +47,7 @@ struct SystemRun {
   int correct = 0, n = 0;
   std::string policy = "-";
   double fallback_share = 0, kept_share = 1, important_share = 0;
+  int64_t selected_chunks = 0;  // (chunk, layer) pairs read for the tokens selection kept (Fig. 20)
   std::vector<double> layer_kept;      // per layer: kept / available prefix tokens (Fig. 19)
   std::vector<double> layer_fallback;  // per layer: share of probe tests that fell back
   bool reorder = false;
@@ -114,6 +115,7 @@ int RunRun(const RunOptions& o) {
       so.tiers.policy = o.policy_set ? o.policy : system.policy;
       so.tiers.h2d_bytes_per_second = static_cast<double>(sizes[3]);
       so.disk_bytes_per_second = static_cast<double>(sizes[2]);
+      so.stored_copies = false;  // every system starts from the pool in token order
       run.policy = so.tiers.policy;
       auto ps = PrefixStore::Open(m, so);
       if (!ps.ok()) return Fail(ps.status());
@@ -137,7 +139,8 @@ int RunRun(const RunOptions& o) {
         store = std::move(*ps);
       }
     }
-    // IMPRESS's reordering runs beside the requests, asked for every --reorder-every requests.
+    // IMPRESS's reordering: one pass ends the warm-up (finished before
+    // measuring); --reorder-every N adds passes beside the measured requests.
     std::unique_ptr<ReorderWorker> reorderer;
     if (system.reorder && store) reorderer = std::make_unique<ReorderWorker>(*store, ReorderWorkerOptions{});
     SelectionCounters selection(m.config().num_layers);
@@ -160,7 +163,12 @@ int RunRun(const RunOptions& o) {
       auto score = ScoreChoices(m, **tok, *ctx, *last, *kv, doc);
       if (!score.ok()) return Fail(score.status());
       progress.Update(static_cast<int64_t>(i) + 1);
-      if (reorderer && o.reorder_every > 0 && (i + 1) % o.reorder_every == 0) reorderer->Trigger();
+      if (reorderer && static_cast<int>(i) + 1 == o.warmup) {
+        reorderer->Trigger();
+        reorderer->Drain();
+      } else if (reorderer && o.reorder_every > 0 && (i + 1) % o.reorder_every == 0) {
+        reorderer->Trigger();
+      }
       if (static_cast<int>(i) < o.warmup) continue;
       run.ttft.push_back(trace.ttft_ms);
       run.io.push_back(trace.io_ms);
@@ -176,6 +184,7 @@ int RunRun(const RunOptions& o) {
       selection.Merge(trace.selection);
       important_sum += trace.important_share_sum;
       important_n += trace.important_share_n;
+      run.selected_chunks += trace.important_share_n;
     }
     if (reorderer) {
       reorderer->Drain();
@@ -203,8 +212,8 @@ int RunRun(const RunOptions& o) {
               o.gpu_cache.c_str(), m.device().is_cuda() ? "CUDA" : "emulated in host memory", o.cpu_cache.c_str(),
               sizes[2] ? o.disk_bw.c_str() : "off", sizes[3] ? o.h2d_bw.c_str() : "off",
               static_cast<long long>(c.KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)), o.retention, o.alpha);
-  std::printf("| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | kept | fallback | acc |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | kept | fallback | acc |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   nlohmann::ordered_json j;
   j["config"] = {{"model", o.model}, {"task", o.task}, {"pool", o.pool}, {"prefix_tokens", o.prefix_tokens},
                  {"requests", o.requests}, {"warmup", o.warmup}, {"chunk", o.chunk}, {"kv_dtype", o.kv_dtype},
@@ -219,15 +228,17 @@ int RunRun(const RunOptions& o) {
     const int64_t loads = r.chunk_loads;
     const double hit_gpu = loads ? double(r.hits[0]) / loads : 0, hit_cpu = loads ? double(r.hits[1]) / loads : 0;
     const double acc = r.n ? double(r.correct) / r.n : 0;
-    std::printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.3f | %.3f | %.3f |\n",
+    // Selection reads K/V of chunks holding kept tokens; as reads every chunk.
+    const double kv_chunks = r.n ? double(r.kept_share < 1.0 ? r.selected_chunks : r.chunk_loads) / r.n : 0;
+    std::printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.1f | %.3f | %.3f | %.3f |\n",
                 r.system.c_str(), r.policy.c_str(), ttft, Percentile(r.ttft, 50), Percentile(r.ttft, 99), io, share,
                 r.bytes[0] / 1e6, r.bytes[1] / 1e6, r.bytes[2] / 1e6, hit_gpu, hit_cpu, static_cast<long long>(loads),
-                static_cast<long long>(r.disk_chunks), r.kept_share, r.fallback_share, acc);
+                static_cast<long long>(r.disk_chunks), kv_chunks, r.kept_share, r.fallback_share, acc);
     j["runs"].push_back({{"system", r.system}, {"requests", r.n},
                          {"ttft_ms", {{"mean", ttft}, {"p50", Percentile(r.ttft, 50)}, {"p99", Percentile(r.ttft, 99)}}},
                          {"io_ms", {{"mean", io}}}, {"io_share", share},
                          {"bytes_read", {{"gpu", r.bytes[0]}, {"cpu", r.bytes[1]}, {"disk", r.bytes[2]}}},
-                         {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", r.disk_chunks},
+                         {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", r.disk_chunks}, {"kv_chunks_per_request", kv_chunks},
                          {"chunk_loads", loads}, {"reused_tokens", r.reused}, {"computed_tokens", r.computed},
                          {"recomputed_after_error", r.recomputed_after_error}, {"acc", acc},
                          {"policy", r.policy}, {"kept_share", r.kept_share}, {"fallback_share", r.fallback_share},
@@ -297,7 +308,8 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--seed", o->seed, "seed of the pool and the stream");
   cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl");
   cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
-  cmd->add_option("--reorder-every", o->reorder_every, "reorder the store in the background after every N requests (RO systems; 0: never)")
+  cmd->add_option("--reorder-every", o->reorder_every,
+                  "RO systems: besides the pass that ends the warm-up, reorder in the background after every N requests (0: never)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", o->json_path, "write the results as JSON");
   AddRuntimeFlags(cmd, &o->runtime);

@@ -95,6 +95,7 @@ Status PrefixStore::Replay(const std::string& meta) {
       for (size_t i = 0; i < source.size(); ++i) copy->chunks.push_back(first + i);
       copy->order = r["order"].get<std::vector<std::vector<int32_t>>>();
       tree_.AdvanceChunkIds(first + source.size());
+      if (!opt_.stored_copies) return Status::OK();
       std::lock_guard<std::mutex> lock(mu_);
       InstallLocked(r["path"].get<std::vector<int32_t>>(), source, std::move(copy));
       return Status::OK();
@@ -226,18 +227,29 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
   const auto opts = at::TensorOptions().dtype(kv_type_);
   for (Candidate& cand : todo) {
     const int64_t n = static_cast<int64_t>(cand.source.size());
-    // Most important first; ties keep token order.
+    // Most important first (ties keep token order); inside a chunk, token
+    // order: only which chunk a token lands in matters.
     std::vector<std::vector<int32_t>> order(geo_.layers);
-    bool same = cand.current != nullptr;
+    int64_t moved = 0;
     for (int l = 0; l < geo_.layers; ++l) {
       at::Tensor h = at::from_blob(cand.history[l].data(), {n * c}, at::kFloat);
-      at::Tensor idx = std::get<1>(h.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true)).to(at::kInt).contiguous();
+      at::Tensor idx = std::get<1>(h.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true)).to(at::kInt);
+      idx = std::get<0>(idx.view({n, c}).sort(/*dim=*/1)).flatten().contiguous();
       order[l].assign(idx.data_ptr<int32_t>(), idx.data_ptr<int32_t>() + n * c);
-      same = same && cand.current->order[l] == order[l];
+      for (int64_t s = 0; s < n * c; ++s) {  // chunk of each token now vs in the new order
+        const int64_t now = cand.current ? -1 : order[l][s] / c;
+        if (now >= 0 && now != s / c) ++moved;
+      }
+      if (cand.current) {
+        std::vector<int64_t> was(n * c);
+        const auto& cur = cand.current->order[l];
+        for (int64_t s = 0; s < n * c; ++s) was[cur[s]] = s / c;
+        for (int64_t s = 0; s < n * c; ++s) moved += was[order[l][s]] != s / c;
+      }
     }
-    if (same) continue;
+    if (moved < opt.min_moved * static_cast<double>(n * c * geo_.layers)) continue;
     // Read the node's original chunks from disk (not through the caches,
-    // which belong to the request path) and re-pack them.
+    // whose counters belong to the requests) and re-pack them.
     std::vector<ChunkWrite> writes;
     std::vector<at::Tensor> keep;
     uint64_t first;
@@ -270,10 +282,36 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
     auto copy = std::make_shared<ReorderedChunks>();
     for (int64_t i = 0; i < n; ++i) copy->chunks.push_back(first + static_cast<uint64_t>(i));
     copy->order = std::move(order);
+    std::vector<uint64_t> old = cand.source;
+    if (cand.current) old.insert(old.end(), cand.current->chunks.begin(), cand.current->chunks.end());
     std::lock_guard<std::mutex> lock(mu_);
-    if (InstallLocked(cand.path, cand.source, std::move(copy))) stats->nodes_reordered++;
+    if (!InstallLocked(cand.path, cand.source, copy)) continue;
+    stats->nodes_reordered++;
+    // The node's share of each tier goes to the copy's most important chunks.
+    auto cached = UncacheLocked(old);
+    for (int l = 0; l < geo_.layers; ++l) {
+      const int64_t gpu = std::min(cached[l][0], n), cpu = std::min(cached[l][1], n - gpu);
+      for (int64_t i = 0; i < gpu + cpu; ++i) {
+        ChunkKv kv{keep[3 * l].narrow(0, i * c, c).clone(), keep[3 * l + 1].narrow(0, i * c, c).clone()};
+        cache_->Put(CacheKey(copy->chunks[i], l), kv, i < gpu ? Tier::kGpu : Tier::kCpu);
+      }
+      stats->chunks_recached += gpu + cpu;
+    }
   }
   return Status::OK();
+}
+
+std::vector<std::array<int64_t, 2>> PrefixStore::UncacheLocked(const std::vector<uint64_t>& ids) {
+  std::vector<std::array<int64_t, 2>> out(geo_.layers, {0, 0});
+  for (int l = 0; l < geo_.layers; ++l) {
+    for (uint64_t id : ids) {
+      const Tier t = cache_->Where(CacheKey(id, l));
+      if (t == Tier::kDisk) continue;
+      out[l][static_cast<int>(t)]++;
+      cache_->Erase(CacheKey(id, l));
+    }
+  }
+  return out;
 }
 
 ReorderFootprint PrefixStore::Footprint() const {

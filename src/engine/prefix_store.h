@@ -12,6 +12,7 @@
 // on different threads; Fetch and LoadLayer on any thread holding a lease.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +38,9 @@ struct PrefixStoreOptions {
   TierOptions tiers;
   double disk_bytes_per_second = 0; // cap on disk reads (0: none)
   int io_threads = 8;
+  // Serve the reordered copies an earlier session committed; false starts
+  // every node in token order (copies made after opening are still served).
+  bool stored_copies = true;
 };
 
 // What one layer's load touched.
@@ -69,12 +73,17 @@ struct PrefixLease {
 
 struct ReorderOptions {
   int64_t min_history = 1;  // requests a node must have seen to be reordered
+  // Rewrite a node only when at least this share of its (token, layer) pairs
+  // would move to another chunk: small rank changes are not worth a rewrite
+  // (and the cold chunks it makes).
+  double min_moved = 0.1;
 };
 
 struct ReorderStats {
   int64_t nodes_examined = 0;
   int64_t nodes_reordered = 0;  // new copies installed
   int64_t chunks_written = 0;   // (chunk, layer) pairs
+  int64_t chunks_recached = 0;  // of those, put where the node's cached chunks were
   int64_t bytes_read = 0, bytes_written = 0;
 };
 
@@ -108,7 +117,9 @@ class PrefixStore {
   // order) to the history of every wholly matched node.
   void RecordImportance(const PrefixLease& lease, int layer, const at::Tensor& importance);
   // Re-packs every node with enough history whose importance order changed
-  // (durably: a crash keeps either copy). Safe while requests run.
+  // (durably: a crash keeps either copy). Safe while requests run. The
+  // node's cached chunks make way for as many of the copy's, most important
+  // first, in the same tiers.
   Status Reorder(const ReorderOptions& opt, ReorderStats* stats);
   ReorderFootprint Footprint() const;
   // Stores the whole chunks of `tokens` that the tree does not hold yet,
@@ -150,6 +161,8 @@ class PrefixStore {
   // still `source` (a split since makes the copy stale). REQUIRES: mu_ held.
   bool InstallLocked(const std::vector<int32_t>& path, const std::vector<uint64_t>& source,
                      std::shared_ptr<const ReorderedChunks> copy);
+  // Per layer, how many of `ids` are cached in the GPU and the CPU tier; drops them.
+  std::vector<std::array<int64_t, 2>> UncacheLocked(const std::vector<uint64_t>& ids);
   void ForgetRetiredLocked();
 
   const Model& model_;

@@ -73,6 +73,7 @@ void ReorderWorker::Loop() {
     stats_.nodes_examined += pass.nodes_examined;
     stats_.nodes_reordered += pass.nodes_reordered;
     stats_.chunks_written += pass.chunks_written;
+    stats_.chunks_recached += pass.chunks_recached;
     stats_.bytes_read += pass.bytes_read;
     stats_.bytes_written += pass.bytes_written;
     if (status_.ok()) status_ = s;
