@@ -6,6 +6,7 @@
 
 #include "cache/radix_tree.h"
 #include "cache/tiered_cache.h"
+#include "policy/score.h"
 #include "policy/policy.h"
 
 namespace impress {
@@ -77,7 +78,7 @@ ChunkKv Chunk(int64_t tokens, float value) {
 // never hold the same chunk, every hit returns the chunk's own data (pinned
 // chunks are covered by PinnedChunksStay).
 TEST(TieredCache, InvariantsUnderRandomStream) {
-  for (const char* policy : {"lru", "lfu"}) {
+  for (const char* policy : {"lru", "lfu", "score"}) {
     TierOptions opt;
     opt.gpu_bytes = 10 * 1024;
     opt.cpu_bytes = 25 * 1024;
@@ -104,6 +105,7 @@ TEST(TieredCache, InvariantsUnderRandomStream) {
       } else {
         c.Put(key, Chunk(tokens, static_cast<float>(key % 100)));
       }
+      c.Observe({{key, (key % 7) / 6.0}});
       ASSERT_LE(c.used(Tier::kGpu), opt.gpu_bytes);
       ASSERT_LE(c.used(Tier::kCpu), opt.cpu_bytes);
       if (i % 97 == 0)
@@ -114,6 +116,60 @@ TEST(TieredCache, InvariantsUnderRandomStream) {
     EXPECT_GT(counters.hits[1], 0);
     EXPECT_GT(counters.misses, 0);
   }
+}
+
+TEST(ChunkScores, FrequencyTimesMovingAverageShare) {
+  ChunkScores s(/*keep=*/0.5);
+  EXPECT_EQ(s.Score(7), 0);
+  s.Access(7);
+  EXPECT_EQ(s.Score(7), 1);  // share unknown yet: counted whole
+  s.Important(7, 1.0);
+  s.Access(7);
+  s.Important(7, 0.0);
+  EXPECT_DOUBLE_EQ(s.Score(7), 2 * 0.5);
+  s.Access(7);
+  s.Important(7, 0.5);
+  EXPECT_DOUBLE_EQ(s.Score(7), 3 * 0.5);
+}
+
+// The three access cases of PAPER.md section 3, with two-chunk tiers.
+TEST(TieredCache, ScorePolicyPlacesByScore) {
+  TierOptions opt;
+  opt.gpu_bytes = opt.cpu_bytes = 2 * 256;  // two 8-token chunks each
+  opt.policy = "score";
+  auto cache = TieredCache::Create(opt);
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  TieredCache& c = **cache;
+  Tier t;
+  auto access = [&](uint64_t key, double share) {  // one request's access to `key`
+    auto hit = c.Get(key, &t);
+    if (!hit) c.Put(key, Chunk(8, static_cast<float>(key)));
+    c.Observe({{key, share}});
+    return t;
+  };
+  // Empty tiers take anything: 1 and 2 fill the GPU, 3 and 4 then go to the CPU.
+  for (uint64_t k : {1, 2}) EXPECT_EQ(access(k, 0.5), Tier::kDisk);
+  EXPECT_TRUE(c.Contains(1, Tier::kGpu) && c.Contains(2, Tier::kGpu));
+  access(3, 0.1);  // score 0.1 < GPU lowest 0.5: lands in the CPU tier
+  EXPECT_TRUE(c.Contains(3, Tier::kCpu));
+  access(4, 1.0);  // score 1.0 > 0.5: replaces the GPU's lowest (1); 1 goes down
+  EXPECT_TRUE(c.Contains(4, Tier::kGpu));
+  EXPECT_TRUE(c.Contains(1, Tier::kCpu));
+  EXPECT_FALSE(c.Contains(1, Tier::kGpu));
+  // A disk read that beats neither tier's lowest is not cached.
+  access(5, 0.05);
+  EXPECT_EQ(c.Where(5), Tier::kDisk);
+  // A CPU hit whose score stays below the GPU's lowest stays in the CPU tier ...
+  EXPECT_EQ(access(3, 0.1), Tier::kCpu);  // score 2 x 0.1
+  EXPECT_TRUE(c.Contains(3, Tier::kCpu));
+  // ... and one that beats it replaces it; the loser goes to the CPU tier.
+  EXPECT_EQ(access(1, 1.0), Tier::kCpu);  // score 2 x 0.75 = 1.5 > 2's 0.5
+  EXPECT_TRUE(c.Contains(1, Tier::kGpu));
+  EXPECT_TRUE(c.Contains(2, Tier::kCpu));
+  // A GPU hit stays and its score grows.
+  EXPECT_EQ(access(4, 1.0), Tier::kGpu);
+  EXPECT_TRUE(c.Contains(4, Tier::kGpu));
+  EXPECT_GT(c.score_bytes(), 0);
 }
 
 TEST(TieredCache, PinnedChunksStay) {

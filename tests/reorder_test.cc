@@ -131,7 +131,7 @@ TEST_P(ReorderTest, ReorderedStoreServesTheSameKv) {
   EXPECT_TRUE(moved);
   // Every system reads the reordered store and gets the unreordered store's logits.
   for (const auto& [system, retention] : std::vector<std::pair<const char*, double>>{
-           {"as", 1.0}, {"impress-itf", 0.25}, {"impress-itf-ro", 0.5}, {"h2o-lru", 0.25}}) {
+           {"as", 1.0}, {"impress-itf", 0.25}, {"impress-itf-ro", 0.5}, {"impress", 0.25}, {"h2o-lru", 0.25}}) {
     for (int q = 10; q < 13; ++q) {
       auto ctx = Query(prefix, q);
       RequestTrace ta;
@@ -204,7 +204,7 @@ TEST_P(ReorderTest, RequestsStayExactWhileReordering) {
     Warm(a->get(), p, 1);
     Run("as", 1.0, b->get(), p, static_cast<int64_t>(p.size()));
   }
-  const char* systems[] = {"impress-itf-ro", "as", "h2o-lfu"};
+  const char* systems[] = {"impress", "as", "h2o-lfu"};
   const int n = 18;
   std::vector<at::Tensor> want;
   for (int q = 0; q < n; ++q) {

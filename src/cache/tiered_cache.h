@@ -2,6 +2,12 @@
 //
 // Exclusive: a chunk is in at most one of them; the disk holds every chunk,
 // so eviction never writes back. Capacities are bytes and are never exceeded.
+// With LRU or LFU a chunk read from disk, or hit in the CPU tier, moves to the
+// GPU tier. With IMPRESS's "score" policy (PAPER.md section 3) placement waits
+// for the access's important share (Observe), then a chunk moves up only past
+// the lowest-scoring chunk of the tier it would enter: a CPU hit replaces the
+// GPU tier's lowest score if it beats it (the loser goes down); a disk read
+// lands in the highest tier whose lowest score it beats, or in neither.
 // The GPU tier is CUDA memory when LibTorch sees a GPU, otherwise an emulated
 // device pool in host memory; the CPU tier is host memory (pinned under CUDA).
 // Thread-safe.
@@ -13,10 +19,12 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
 #include "policy/policy.h"
+#include "policy/score.h"
 
 namespace impress {
 
@@ -31,7 +39,7 @@ enum class Tier { kGpu = 0, kCpu = 1, kDisk = 2 };
 struct TierOptions {
   int64_t gpu_bytes = 0;
   int64_t cpu_bytes = 0;
-  std::string policy = "lru";
+  std::string policy = "lru";        // lru, lfu or score
   at::Device gpu_device = at::kCPU;  // kCUDA on a GPU machine; kCPU emulates the pool
   double h2d_bytes_per_second = 0;   // cap on CPU->GPU copies (0: none)
 };
@@ -50,9 +58,12 @@ class TieredCache {
   // moves the chunk to the GPU tier (the GPU's victims move down to the CPU
   // tier, the CPU's are dropped). `tier` tells where it was found.
   std::optional<ChunkKv> Get(uint64_t key, Tier* tier);
-  // Caches a chunk read from disk in the GPU tier (cascading evictions), or
-  // from the CPU tier down when `top` is kCpu.
-  void Put(uint64_t key, const ChunkKv& kv, Tier top = Tier::kGpu);
+  // Caches a chunk read from disk in the GPU tier (cascading evictions). The
+  // score policy holds it until Observe tells its share, then places it.
+  void Put(uint64_t key, const ChunkKv& kv);
+  // Caches a chunk in tier `top` (or the CPU tier if it does not fit there),
+  // whatever the policy: for callers that decide placement themselves.
+  void PutIn(uint64_t key, const ChunkKv& kv, Tier top);
   // Where `key` is cached: kGpu, kCpu, or kDisk when in neither.
   Tier Where(uint64_t key) const;
   // Chunks for which `pinned` is true are never evicted (in use by a request).
@@ -60,6 +71,12 @@ class TieredCache {
   void RecordDiskRead(int64_t bytes);
   // Drops `key` from whichever tier holds it (a chunk no request will read again).
   void Erase(uint64_t key);
+  // The score policy's input: the share (0..1) of each chunk's tokens the
+  // access just made found important; places the chunks that access brought
+  // up. No effect under LRU and LFU.
+  void Observe(const std::vector<std::pair<uint64_t, double>>& important_shares);
+  // Bytes of score metadata (0 under LRU and LFU).
+  int64_t score_bytes() const;
 
   CacheCounters counters() const;
   int64_t used(Tier t) const;
@@ -76,12 +93,18 @@ class TieredCache {
   };
   // Inserts into level `t`, evicting to make room; returns false when it cannot fit.
   bool InsertLocked(int t, uint64_t key, ChunkKv kv);
+  // Score policy: whether `key` may enter level `t` (room, or a higher score
+  // than the level's lowest evictable entry). Always true under LRU and LFU.
+  bool AdmitLocked(int t, uint64_t key, int64_t bytes) const;
+  bool scored() const { return scores_ != nullptr; }
   ChunkKv ToTier(const ChunkKv& kv, int t);
 
   TierOptions opt_;
   mutable std::mutex mu_;
   Level levels_[2];
   std::function<bool(uint64_t)> pinned_ = [](uint64_t) { return false; };
+  std::unique_ptr<ChunkScores> scores_;  // score policy only
+  std::unordered_map<uint64_t, ChunkKv> pending_;  // score policy: read from disk, awaiting Observe
   CacheCounters counters_;
 };
 

@@ -300,7 +300,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--h2d-bw", o->h2d_bw, "cap host-to-device copies at this many bytes/s (0: none)");
   cmd->add_option("--chunk", o->chunk, "tokens per chunk")->check(CLI::PositiveNumber);
   cmd->add_option("--policy", o->policy, "cache policy for every system (default: each system's own)")
-      ->check(CLI::IsMember({"lru", "lfu"}))
+      ->check(CLI::IsMember({"lru", "lfu", "score"}))
       ->each([o](const std::string&) { o->policy_set = true; });
   cmd->add_option("--kv-dtype", o->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
   cmd->add_option("--mean", o->mean, "centre of the prefix choice, fraction of the pool");

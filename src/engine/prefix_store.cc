@@ -293,7 +293,7 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
       const int64_t gpu = std::min(cached[l][0], n), cpu = std::min(cached[l][1], n - gpu);
       for (int64_t i = 0; i < gpu + cpu; ++i) {
         ChunkKv kv{keep[3 * l].narrow(0, i * c, c).clone(), keep[3 * l + 1].narrow(0, i * c, c).clone()};
-        cache_->Put(CacheKey(copy->chunks[i], l), kv, i < gpu ? Tier::kGpu : Tier::kCpu);
+        cache_->PutIn(CacheKey(copy->chunks[i], l), kv, i < gpu ? Tier::kGpu : Tier::kCpu);
       }
       stats->chunks_recached += gpu + cpu;
     }
@@ -332,6 +332,7 @@ Status PrefixStore::LoadLayer(const std::vector<uint64_t>& chunks, int layer, at
                               LoadStats* stats) {
   std::vector<Parts> parts;
   RETURN_IF_ERROR(Fetch(chunks, layer, kKeys | kValues, &parts, stats));
+  ObserveWhole(chunks, layer);  // every token of every chunk is used
   std::vector<at::Tensor> ks, vs;
   for (auto& p : parts) {
     ks.push_back(p.k);
@@ -340,6 +341,13 @@ Status PrefixStore::LoadLayer(const std::vector<uint64_t>& chunks, int layer, at
   *k = StackChunks(ks);
   *v = StackChunks(vs);
   return Status::OK();
+}
+
+void PrefixStore::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {
+  if (cache_->options().policy != "score") return;
+  std::vector<std::pair<uint64_t, double>> shares;
+  for (uint64_t c : chunks) shares.push_back({CacheKey(c, layer), 1.0});
+  cache_->Observe(shares);
 }
 
 at::Tensor PrefixStore::StackChunks(const std::vector<at::Tensor>& parts) const {
@@ -439,6 +447,11 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
   std::vector<uint64_t> ids = tree_.Insert(whole, first_id);
   IMPRESS_CHECK(ids.size() == static_cast<size_t>(total) && ids[matched] == first_id);
   for (auto& [key, chunk] : to_cache) cache_->Put(key, chunk);
+  if (cache_->options().policy == "score") {  // computed, never accessed: cached only where there is room
+    std::vector<std::pair<uint64_t, double>> shares;
+    for (auto& [key, chunk] : to_cache) shares.push_back({key, 1.0});
+    cache_->Observe(shares);
+  }
   return total - matched;
 }
 

@@ -139,6 +139,9 @@ class PrefixStore {
   // values have both come from disk is then cached.
   Status Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_t parts, std::vector<Parts>* out,
                LoadStats* stats);
+  // Tells the score policy that every token of `chunks` was used (no effect
+  // under LRU and LFU). Every load that is not a selection reports this way.
+  void ObserveWhole(const std::vector<uint64_t>& chunks, int layer);
   const ChunkGeometry& geometry() const { return geo_; }
   // Chunk parts [C, heads, d] in token order -> [heads, n*C, d] on the
   // model's device and in its dtype.

@@ -121,6 +121,7 @@ class StoreSelector {
     std::vector<PrefixStore::Parts> parts;
     if (opt_.kind == SelectorKind::kFull || k >= p) {
       if (!Fetch(l, kKeys | kValues, &parts)) return {};
+      store_.ObserveWhole(chunks_, l);
       return SelectFromPrefix({SelectorKind::kFull}, qkv, ToTokenOrder(l, Keys(parts)), ToTokenOrder(l, Values(parts)));
     }
     if (opt_.kind == SelectorKind::kItf) {
@@ -138,7 +139,7 @@ class StoreSelector {
         at::Tensor slots = store_.SlotsOf(lease_, l, d.agreed.cpu());
         std::vector<int64_t> need = Chunks(slots, c);
         if (!FetchSome(l, kKeys | kValues, need, &parts)) return {};
-        CountImportant(slots, c, need);
+        CountImportant(l, slots, c, need);
         at::Tensor local = Local(slots, need, c);
         SelectedPrefix s;
         s.kv = PrefixKv{Keys(parts, need).index_select(1, local), Values(parts, need).index_select(1, local), {}};
@@ -166,7 +167,7 @@ class StoreSelector {
     at::Tensor chosen = store_.SlotsOf(lease_, l, std::get<0>(at::_unique(sets.flatten().cpu())));
     std::vector<int64_t> need = Chunks(chosen, c);
     if (!FetchSome(l, kValues, need, parts)) return {};
-    CountImportant(chosen, c, need);
+    CountImportant(l, chosen, c, need);
     // Values of chunks holding no chosen token stay zero: no head attends to them.
     std::vector<at::Tensor> vs;
     for (auto& x : *parts) vs.push_back(x.v.defined() ? x.v : at::zeros_like(x.k));
@@ -235,10 +236,20 @@ class StoreSelector {
     for (int64_t i = 0; i < acc.size(0); ++i) out.push_back(slot[acc[i] / c] * c + acc[i] % c);
     return at::tensor(out, at::kLong).to(model_.device());
   }
-  // Read amplification: the share of each read chunk's tokens that were chosen.
-  void CountImportant(const at::Tensor& tokens, int64_t c, const std::vector<int64_t>& need) {
+  // Read amplification: the share of each read chunk's tokens that were
+  // chosen; the score policy learns every chunk's share (0 for those read
+  // only to be probed).
+  void CountImportant(int l, const at::Tensor& tokens, int64_t c, const std::vector<int64_t>& need) {
     trace_->important_share_sum += static_cast<double>(tokens.numel()) / c;
     trace_->important_share_n += static_cast<int64_t>(need.size());
+    if (store_.cache().options().policy != "score") return;
+    std::vector<int64_t> count(chunks_.size(), 0);
+    auto acc = tokens.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;
+    std::vector<std::pair<uint64_t, double>> shares;
+    for (size_t i = 0; i < chunks_.size(); ++i)
+      shares.push_back({PrefixStore::CacheKey(chunks_[i], l), static_cast<double>(count[i]) / c});
+    store_.cache().Observe(shares);
   }
 
   PrefixStore& store_;
@@ -255,7 +266,7 @@ at::Tensor LastLogProbs(const at::Tensor& logits) { return at::log_softmax(logit
 
 }  // namespace
 
-const char* const kSystemNames = "recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro";
+const char* const kSystemNames = "recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress";
 
 StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {
   System s;
@@ -270,10 +281,10 @@ StatusOr<System> ParseSystem(const std::string& name, double retention, double a
     s.policy = name == "h2o-lru" ? "lru" : "lfu";
     return s;
   }
-  if (name == "impress-itf" || name == "impress-itf-ro") {
+  if (name == "impress-itf" || name == "impress-itf-ro" || name == "impress") {
     s.select.kind = SelectorKind::kItf;
-    s.policy = "lfu";
-    s.reorder = name == "impress-itf-ro";
+    s.policy = name == "impress" ? "score" : "lfu";
+    s.reorder = name != "impress-itf";
     return s;
   }
   return Status::Error("--system: unknown system '" + name + "' (" + kSystemNames + ")");
