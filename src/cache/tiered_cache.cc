@@ -147,6 +147,11 @@ void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& import
   }
 }
 
+void TieredCache::TransferScores(const std::vector<uint64_t>& from, const std::vector<uint64_t>& to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (scored()) scores_->Transfer(from, to);
+}
+
 int64_t TieredCache::score_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return scored() ? scores_->bytes() : 0;

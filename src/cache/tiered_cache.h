@@ -75,6 +75,9 @@ class TieredCache {
   // access just made found important; places the chunks that access brought
   // up. No effect under LRU and LFU.
   void Observe(const std::vector<std::pair<uint64_t, double>>& important_shares);
+  // Score policy: `to` inherits the score histories of `from`, best first
+  // (a reordered copy, most important chunk first). Call before caching `to`.
+  void TransferScores(const std::vector<uint64_t>& from, const std::vector<uint64_t>& to);
   // Bytes of score metadata (0 under LRU and LFU).
   int64_t score_bytes() const;
 

@@ -48,6 +48,7 @@ struct SystemRun {
   std::string policy = "-";
   double fallback_share = 0, kept_share = 1, important_share = 0;
   int64_t selected_chunks = 0;  // (chunk, layer) pairs read for the tokens selection kept (Fig. 20)
+  int64_t kv_tier[3] = {0, 0, 0};  // ... by the tier they came from (Fig. 21)
   std::vector<double> layer_kept;      // per layer: kept / available prefix tokens (Fig. 19)
   std::vector<double> layer_fallback;  // per layer: share of probe tests that fell back
   bool reorder = false;
@@ -185,6 +186,7 @@ int RunRun(const RunOptions& o) {
       important_sum += trace.important_share_sum;
       important_n += trace.important_share_n;
       run.selected_chunks += trace.important_share_n;
+      for (int t = 0; t < 3; ++t) run.kv_tier[t] += trace.kv_chunk_tier[t];
     }
     if (reorderer) {
       reorderer->Drain();
@@ -212,8 +214,8 @@ int RunRun(const RunOptions& o) {
               o.gpu_cache.c_str(), m.device().is_cuda() ? "CUDA" : "emulated in host memory", o.cpu_cache.c_str(),
               sizes[2] ? o.disk_bw.c_str() : "off", sizes[3] ? o.h2d_bw.c_str() : "off",
               static_cast<long long>(c.KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)), o.retention, o.alpha);
-  std::printf("| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | kept | fallback | acc |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   nlohmann::ordered_json j;
   j["config"] = {{"model", o.model}, {"task", o.task}, {"pool", o.pool}, {"prefix_tokens", o.prefix_tokens},
                  {"requests", o.requests}, {"warmup", o.warmup}, {"chunk", o.chunk}, {"kv_dtype", o.kv_dtype},
@@ -230,15 +232,18 @@ int RunRun(const RunOptions& o) {
     const double acc = r.n ? double(r.correct) / r.n : 0;
     // Selection reads K/V of chunks holding kept tokens; as reads every chunk.
     const double kv_chunks = r.n ? double(r.kept_share < 1.0 ? r.selected_chunks : r.chunk_loads) / r.n : 0;
-    std::printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.1f | %.3f | %.3f | %.3f |\n",
+    // GPU hits among the chunks whose K/V were read (every load for as).
+    const int64_t kv_n = r.kv_tier[0] + r.kv_tier[1] + r.kv_tier[2];
+    const double kv_hit_gpu = r.kept_share < 1.0 ? (kv_n ? double(r.kv_tier[0]) / kv_n : 0) : hit_gpu;
+    std::printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.1f | %.2f | %.3f | %.3f | %.3f |\n",
                 r.system.c_str(), r.policy.c_str(), ttft, Percentile(r.ttft, 50), Percentile(r.ttft, 99), io, share,
                 r.bytes[0] / 1e6, r.bytes[1] / 1e6, r.bytes[2] / 1e6, hit_gpu, hit_cpu, static_cast<long long>(loads),
-                static_cast<long long>(r.disk_chunks), kv_chunks, r.kept_share, r.fallback_share, acc);
+                static_cast<long long>(r.disk_chunks), kv_chunks, kv_hit_gpu, r.kept_share, r.fallback_share, acc);
     j["runs"].push_back({{"system", r.system}, {"requests", r.n},
                          {"ttft_ms", {{"mean", ttft}, {"p50", Percentile(r.ttft, 50)}, {"p99", Percentile(r.ttft, 99)}}},
                          {"io_ms", {{"mean", io}}}, {"io_share", share},
                          {"bytes_read", {{"gpu", r.bytes[0]}, {"cpu", r.bytes[1]}, {"disk", r.bytes[2]}}},
-                         {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", r.disk_chunks}, {"kv_chunks_per_request", kv_chunks},
+                         {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", r.disk_chunks}, {"kv_chunks_per_request", kv_chunks}, {"kv_hit_gpu", kv_hit_gpu},
                          {"chunk_loads", loads}, {"reused_tokens", r.reused}, {"computed_tokens", r.computed},
                          {"recomputed_after_error", r.recomputed_after_error}, {"acc", acc},
                          {"policy", r.policy}, {"kept_share", r.kept_share}, {"fallback_share", r.fallback_share},

@@ -287,9 +287,14 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!InstallLocked(cand.path, cand.source, copy)) continue;
     stats->nodes_reordered++;
-    // The node's share of each tier goes to the copy's most important chunks.
+    // The node's share of each tier goes to the copy's most important chunks,
+    // and so do its best scores.
     auto cached = UncacheLocked(old);
     for (int l = 0; l < geo_.layers; ++l) {
+      std::vector<uint64_t> from, to;
+      for (uint64_t id : cand.current ? cand.current->chunks : cand.source) from.push_back(CacheKey(id, l));
+      for (uint64_t id : copy->chunks) to.push_back(CacheKey(id, l));
+      cache_->TransferScores(from, to);
       const int64_t gpu = std::min(cached[l][0], n), cpu = std::min(cached[l][1], n - gpu);
       for (int64_t i = 0; i < gpu + cpu; ++i) {
         ChunkKv kv{keep[3 * l].narrow(0, i * c, c).clone(), keep[3 * l + 1].narrow(0, i * c, c).clone()};
@@ -377,6 +382,7 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_
       if (hit) {
         p.k = hit->k;
         p.v = hit->v;
+        p.tier = tier;
         stats->hits[static_cast<int>(tier)]++;
         stats->bytes[static_cast<int>(tier)] += hit->bytes();
         stats->chunks++;

@@ -132,6 +132,7 @@ class PrefixStore {
   // on the host or the GPU tier's device; undefined until fetched.
   struct Parts {
     at::Tensor k, v, probe;
+    Tier tier = Tier::kDisk;  // where its keys and values came from
   };
   // Makes `parts` (bits of ChunkPart) present for every chunk: a cached chunk
   // gives keys and values (and probe keys as a slice of its keys), a missing

@@ -139,7 +139,7 @@ class StoreSelector {
         at::Tensor slots = store_.SlotsOf(lease_, l, d.agreed.cpu());
         std::vector<int64_t> need = Chunks(slots, c);
         if (!FetchSome(l, kKeys | kValues, need, &parts)) return {};
-        CountImportant(l, slots, c, need);
+        CountImportant(l, slots, c, need, parts);
         at::Tensor local = Local(slots, need, c);
         SelectedPrefix s;
         s.kv = PrefixKv{Keys(parts, need).index_select(1, local), Values(parts, need).index_select(1, local), {}};
@@ -167,7 +167,7 @@ class StoreSelector {
     at::Tensor chosen = store_.SlotsOf(lease_, l, std::get<0>(at::_unique(sets.flatten().cpu())));
     std::vector<int64_t> need = Chunks(chosen, c);
     if (!FetchSome(l, kValues, need, parts)) return {};
-    CountImportant(l, chosen, c, need);
+    CountImportant(l, chosen, c, need, *parts);
     // Values of chunks holding no chosen token stay zero: no head attends to them.
     std::vector<at::Tensor> vs;
     for (auto& x : *parts) vs.push_back(x.v.defined() ? x.v : at::zeros_like(x.k));
@@ -239,9 +239,11 @@ class StoreSelector {
   // Read amplification: the share of each read chunk's tokens that were
   // chosen; the score policy learns every chunk's share (0 for those read
   // only to be probed).
-  void CountImportant(int l, const at::Tensor& tokens, int64_t c, const std::vector<int64_t>& need) {
+  void CountImportant(int l, const at::Tensor& tokens, int64_t c, const std::vector<int64_t>& need,
+                      const std::vector<PrefixStore::Parts>& parts) {
     trace_->important_share_sum += static_cast<double>(tokens.numel()) / c;
     trace_->important_share_n += static_cast<int64_t>(need.size());
+    for (int64_t i : need) trace_->kv_chunk_tier[static_cast<int>(parts[i].tier)]++;
     if (store_.cache().options().policy != "score") return;
     std::vector<int64_t> count(chunks_.size(), 0);
     auto acc = tokens.accessor<int64_t, 1>();

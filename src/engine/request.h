@@ -41,6 +41,7 @@ struct RequestTrace {
   SelectionCounters selection;  // per layer: probes, fallbacks, kept of total tokens
   double important_share_sum = 0;  // over chunks read for selection: selected tokens / C
   int64_t important_share_n = 0;
+  int64_t kv_chunk_tier[3] = {0, 0, 0};  // those chunks by the tier their K/V came from (GPU, CPU, disk)
   bool recomputed_after_error = false;  // a stored chunk failed its checksum
   std::string error;       // that failure
 };

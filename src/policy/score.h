@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "policy/policy.h"
 
@@ -22,6 +23,9 @@ class ChunkScores {
   // The share (0..1) of the chunk's tokens the last access found important.
   void Important(uint64_t key, double share);
   double Score(uint64_t key) const;
+  // Gives `to` the histories of `from`, highest score first: to[0] gets the
+  // best of from's. For a reordered copy whose chunks are sorted by importance.
+  void Transfer(const std::vector<uint64_t>& from, const std::vector<uint64_t>& to);
   size_t size() const { return table_.size(); }
   // Memory the table's entries hold (key, frequency, average).
   int64_t bytes() const { return static_cast<int64_t>(table_.size() * (sizeof(uint64_t) + sizeof(Entry))); }
