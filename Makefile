@@ -11,11 +11,12 @@ TORCH_CMAKE := $(shell $(PYTHON) -c "import importlib.util,os;s=importlib.util.f
 PREFIX   := $(if $(LIBTORCH),$(LIBTORCH),$(TORCH_CMAKE))
 GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 
-.PHONY: setup build test bench demo model data fixtures clean help
+.PHONY: setup build test tsan asan bench demo model data fixtures clean help
 
 help:
 	@echo "make setup   install dependencies, prepare $(MODEL) and data/ (once per machine)"
 	@echo "make test    build, prepare test fixtures, run every test"
+	@echo "make tsan    the tests under ThreadSanitizer (make asan: AddressSanitizer + UBSan)"
 	@echo "make bench   prefill vs transformers; store read bandwidth vs fio"
 	@echo "make demo    run the main job on the default model"
 
@@ -45,6 +46,25 @@ fixtures: build
 # apiece oversubscribe the cores and spin.
 test: fixtures
 	cd $(BUILD) && OMP_NUM_THREADS=1 ctest --output-on-failure -j $(JOBS)
+
+# The test suite under ThreadSanitizer (requests, the reorderer and the I/O
+# pool run concurrently) and under AddressSanitizer + UBSan, each in its own
+# build folder. The model tests against transformers are left to `make test`:
+# under instrumentation they take long and exercise no threads of ours.
+SAN_TESTS := -E 'ModelVsTransformers|Tokenizer|fewshot|reuse_accuracy|cli_errors'
+tsan: fixtures
+	cmake -S . -B $(BUILD)-tsan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$(PREFIX)" -DIMPRESS_SANITIZE=thread
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target impress_tests
+	cd $(BUILD)-tsan && IMPRESS_FIXTURES=$(abspath $(BUILD))/fixtures OMP_NUM_THREADS=1 \
+	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(abspath tests/tsan.supp)" \
+	  ctest --output-on-failure -j $(JOBS) $(SAN_TESTS)
+
+asan: fixtures
+	cmake -S . -B $(BUILD)-asan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$(PREFIX)" -DIMPRESS_SANITIZE=address
+	cmake --build $(BUILD)-asan -j $(JOBS) --target impress_tests
+	cd $(BUILD)-asan && IMPRESS_FIXTURES=$(abspath $(BUILD))/fixtures OMP_NUM_THREADS=1 \
+	  ASAN_OPTIONS="detect_leaks=0 halt_on_error=1" UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1" \
+	  ctest --output-on-failure -j $(JOBS) $(SAN_TESTS)
 
 bench: build
 	bash scripts/bench_prefill.sh $(MODEL) $(BUILD)
