@@ -169,12 +169,15 @@ TEST(ChunkStore, SurvivesSigkillMidWrite) {
       }
     }
     close(fds[1]);
+    // Kill at a random moment after the first reported commit (however slow
+    // the child is to start, e.g. under a sanitizer).
+    uint64_t first;
+    ASSERT_EQ(read(fds[0], &first, sizeof(first)), static_cast<ssize_t>(sizeof(first)));
+    int64_t reported = static_cast<int64_t>(first);
     usleep(std::uniform_int_distribution<int>(2000, 60000)(rng));
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
-    int64_t reported = -1;
-    uint64_t first;
     while (read(fds[0], &first, sizeof(first)) == sizeof(first)) reported = static_cast<int64_t>(first);
     close(fds[0]);
 

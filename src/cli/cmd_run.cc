@@ -49,7 +49,10 @@ struct SystemRun {
   double fallback_share = 0, kept_share = 1, important_share = 0;
   int64_t selected_chunks = 0;  // (chunk, layer) pairs read for the tokens selection kept (Fig. 20)
   int64_t kv_tier[3] = {0, 0, 0};  // ... by the tier they came from (Fig. 21)
-  std::vector<double> layer_kept;      // per layer: kept / available prefix tokens (Fig. 19)
+  std::vector<double> layer_kept;      // per layer: kept / available prefix tokens
+  std::vector<int64_t> layer_kv_chunks;  // per layer: chunks whose K/V a selection read
+  int64_t prefix_chunks = 0;             // chunks available per layer, summed over requests
+  std::vector<double> layer_load;      // per layer: layer_kv_chunks / prefix_chunks (Fig. 19)
   std::vector<double> layer_fallback;  // per layer: share of probe tests that fell back
   bool reorder = false;
   int64_t reorder_passes = 0;
@@ -187,6 +190,9 @@ int RunRun(const RunOptions& o) {
       important_n += trace.important_share_n;
       run.selected_chunks += trace.important_share_n;
       for (int t = 0; t < 3; ++t) run.kv_tier[t] += trace.kv_chunk_tier[t];
+      run.layer_kv_chunks.resize(m.config().num_layers, 0);
+      for (size_t l = 0; l < trace.layer_kv_chunks.size(); ++l) run.layer_kv_chunks[l] += trace.layer_kv_chunks[l];
+      run.prefix_chunks += trace.prefix_chunks;
     }
     if (reorderer) {
       reorderer->Drain();
@@ -202,6 +208,8 @@ int RunRun(const RunOptions& o) {
     run.important_share = important_n ? important_sum / important_n : 0;
     for (int l = 0; l < m.config().num_layers; ++l) {
       run.layer_kept.push_back(selection.total[l] ? double(selection.kept[l]) / selection.total[l] : 1.0);
+      run.layer_load.push_back(run.prefix_chunks && l < static_cast<int>(run.layer_kv_chunks.size())
+                                   ? double(run.layer_kv_chunks[l]) / run.prefix_chunks : 1.0);
       run.layer_fallback.push_back(selection.probes[l] ? double(selection.fallbacks[l]) / selection.probes[l] : 0.0);
     }
     runs.push_back(std::move(run));
@@ -247,7 +255,7 @@ int RunRun(const RunOptions& o) {
                          {"chunk_loads", loads}, {"reused_tokens", r.reused}, {"computed_tokens", r.computed},
                          {"recomputed_after_error", r.recomputed_after_error}, {"acc", acc},
                          {"policy", r.policy}, {"kept_share", r.kept_share}, {"fallback_share", r.fallback_share},
-                         {"important_share_of_chunks_read", r.important_share}, {"layer_kept_share", r.layer_kept},
+                         {"important_share_of_chunks_read", r.important_share}, {"layer_kept_share", r.layer_kept}, {"layer_kv_load_ratio", r.layer_load},
                          {"layer_fallback_share", r.layer_fallback}});
     if (r.reorder) {
       const ReorderFootprint& f = r.footprint;
@@ -269,12 +277,12 @@ int RunRun(const RunOptions& o) {
                 static_cast<long long>(r.reordered.nodes_reordered), static_cast<long long>(r.reordered.chunks_written),
                 100.0 * f.mapping_bytes / cb, 100.0 * f.history_bytes / cb);
   }
-  // Fig. 19: per layer, the share of prefix KV loaded and of IMPRESS probe tests that fell back.
+  // Fig. 19: per layer, the share of the prefix's chunks whose K/V were loaded and of IMPRESS probe tests that fell back.
   for (const auto& r : runs) {
     if (r.kept_share >= 1.0) continue;
-    std::printf("\n%s per layer (kept share / fallback share):", r.system.c_str());
-    for (size_t l = 0; l < r.layer_kept.size(); ++l)
-      std::printf("%s L%zu %.2f/%.2f", l % 6 == 0 ? "\n " : "", l, r.layer_kept[l], r.layer_fallback[l]);
+    std::printf("\n%s per layer (KV chunks loaded / fallback share):", r.system.c_str());
+    for (size_t l = 0; l < r.layer_load.size(); ++l)
+      std::printf("%s L%zu %.2f/%.2f", l % 6 == 0 ? "\n " : "", l, r.layer_load[l], r.layer_fallback[l]);
     std::printf("\n");
   }
   if (!o.json_path.empty()) {

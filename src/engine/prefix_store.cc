@@ -78,8 +78,8 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   TierOptions tiers = opt.tiers;
   tiers.gpu_device = model.device();
   ASSIGN_OR_RETURN(s->cache_, TieredCache::Create(tiers));
-  RadixTree* tree = &s->tree_;
-  s->cache_->SetPinned([tree](uint64_t key) { return tree->IsLocked(key >> 12); });
+  PrefixStore* self = s.get();
+  s->cache_->SetPinned([self](uint64_t key) { return self->IsPinned(key >> 12); });
   return s;
 }
 
@@ -155,6 +155,10 @@ PrefixLease PrefixStore::Acquire(const std::vector<int32_t>& prefix, int64_t max
   }
   m.path = path;
   tree_.Lock(m);
+  {
+    std::lock_guard<std::mutex> pins(pin_mu_);
+    for (uint64_t id : lease.chunks) pinned_[id]++;
+  }
   if (any_reordered) {
     const int64_t p = m.tokens();
     for (int l = 0; l < geo_.layers; ++l) {
@@ -178,6 +182,14 @@ PrefixLease PrefixStore::Acquire(const std::vector<int32_t>& prefix, int64_t max
 void PrefixStore::Release(const PrefixLease& lease) {
   std::lock_guard<std::mutex> lock(mu_);
   tree_.Unlock(lease.match);
+  std::lock_guard<std::mutex> pins(pin_mu_);
+  for (uint64_t id : lease.chunks)
+    if (--pinned_[id] == 0) pinned_.erase(id);
+}
+
+bool PrefixStore::IsPinned(uint64_t chunk) const {
+  std::lock_guard<std::mutex> pins(pin_mu_);
+  return pinned_.count(chunk) > 0;
 }
 
 at::Tensor PrefixStore::ToTokenOrder(const PrefixLease& lease, int layer, const at::Tensor& stored) const {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -173,7 +174,14 @@ class PrefixStore {
   PrefixStoreOptions opt_;
   ChunkGeometry geo_;
   at::ScalarType kv_type_;
+  // True while a lease names `chunk`: the caches do not evict it.
+  bool IsPinned(uint64_t chunk) const;
+
   mutable std::mutex mu_;  // guards tree_ (its nodes, histories and copies)
+  // Chunks named by live leases, with counts. A leaf lock: the caches ask
+  // under their own lock, so nothing is taken while holding it.
+  mutable std::mutex pin_mu_;
+  std::unordered_map<uint64_t, int> pinned_;
   RadixTree tree_;
   std::unique_ptr<ChunkStore> disk_;
   std::unique_ptr<TieredCache> cache_;

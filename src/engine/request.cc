@@ -244,6 +244,9 @@ class StoreSelector {
     trace_->important_share_sum += static_cast<double>(tokens.numel()) / c;
     trace_->important_share_n += static_cast<int64_t>(need.size());
     for (int64_t i : need) trace_->kv_chunk_tier[static_cast<int>(parts[i].tier)]++;
+    if (trace_->layer_kv_chunks.size() <= static_cast<size_t>(l)) trace_->layer_kv_chunks.resize(l + 1, 0);
+    trace_->layer_kv_chunks[l] += static_cast<int64_t>(need.size());
+    trace_->prefix_chunks = static_cast<int64_t>(chunks_.size());
     if (store_.cache().options().policy != "score") return;
     std::vector<int64_t> count(chunks_.size(), 0);
     auto acc = tokens.accessor<int64_t, 1>();

@@ -42,6 +42,8 @@ struct RequestTrace {
   double important_share_sum = 0;  // over chunks read for selection: selected tokens / C
   int64_t important_share_n = 0;
   int64_t kv_chunk_tier[3] = {0, 0, 0};  // those chunks by the tier their K/V came from (GPU, CPU, disk)
+  std::vector<int64_t> layer_kv_chunks;  // per layer: chunks whose K or V a selection read
+  int64_t prefix_chunks = 0;             // chunks of the matched prefix (per layer)
   bool recomputed_after_error = false;  // a stored chunk failed its checksum
   std::string error;       // that failure
 };
