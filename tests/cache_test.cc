@@ -132,6 +132,18 @@ TEST(ChunkScores, FrequencyTimesMovingAverageShare) {
   EXPECT_DOUBLE_EQ(s.Score(7), 3 * 0.5);
 }
 
+TEST(ChunkScores, TransferGivesTheBestHistoryFirst) {
+  ChunkScores s(0.5);
+  for (int i = 0; i < 3; ++i) s.Access(1);
+  s.Important(1, 0.2);  // 0.6
+  s.Access(2);
+  s.Important(2, 1.0);  // 1.0
+  s.Transfer({1, 2, 3}, {10, 11, 12});
+  EXPECT_DOUBLE_EQ(s.Score(10), 1.0);
+  EXPECT_DOUBLE_EQ(s.Score(11), 3 * 0.2);
+  EXPECT_EQ(s.Score(12), 0);  // 3 had no history
+}
+
 // The three access cases of PAPER.md section 3, with two-chunk tiers.
 TEST(TieredCache, ScorePolicyPlacesByScore) {
   TierOptions opt;

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "model/model.h"
-#include "test_util.h"
+#include "model_store_fixture.h"
 
 namespace impress {
 namespace {
@@ -18,30 +18,7 @@ using testing::TempDir;
 
 System Named(const char* name, double retention = 1.0) { return *ParseSystem(name, retention); }
 
-class ReuseTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    auto manifest = testing::FixtureManifest();
-    if (!manifest["models"].contains(GetParam())) GTEST_SKIP() << GetParam() << " not made here";
-    auto m = LoadModel(manifest["models"][GetParam()], LoadOptions{testing::TestDevice(), "float32"});
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    model_ = std::move(*m);
-  }
-  PrefixStoreOptions Options(const std::string& dir) {
-    PrefixStoreOptions o;
-    o.dir = dir;
-    o.chunk_tokens = 16;
-    o.tiers.gpu_bytes = 64 << 10;
-    o.tiers.cpu_bytes = 128 << 10;
-    return o;
-  }
-  std::vector<int32_t> Tokens(int n, int seed) {
-    std::vector<int32_t> t(n);
-    for (int i = 0; i < n; ++i) t[i] = (i * 7919 + seed * 104729 + 13) % model_->config().vocab_size;
-    return t;
-  }
-  std::unique_ptr<Model> model_;
-};
+class ReuseTest : public testing::ModelStoreTest {};
 
 TEST_P(ReuseTest, FullReuseEqualsRecompute) {
   TempDir dir;
@@ -165,11 +142,7 @@ TEST_P(ReuseTest, OtherModelStoreIsRefused) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReuseTest, ::testing::Values("tiny-llama-gqa", "tiny-opt-postln-proj", "smollm2"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& c : s) if (c == '-') c = '_';
-                           return s;
-                         });
+                         testing::ParamName);
 
 }  // namespace
 }  // namespace impress

@@ -14,7 +14,7 @@
 #include "engine/reorder_worker.h"
 #include "engine/request.h"
 #include "model/model.h"
-#include "test_util.h"
+#include "model_store_fixture.h"
 
 namespace impress {
 namespace {
@@ -54,28 +54,8 @@ TEST(RadixTreeReorder, CopiesAreRetiredWhenReplacedOrSplit) {
   EXPECT_EQ(t.Insert({5, 5}), (std::vector<uint64_t>{42}));
 }
 
-class ReorderTest : public ::testing::TestWithParam<std::string> {
+class ReorderTest : public testing::ModelStoreTest {
  protected:
-  void SetUp() override {
-    auto manifest = testing::FixtureManifest();
-    if (!manifest["models"].contains(GetParam())) GTEST_SKIP() << GetParam() << " not made here";
-    auto m = LoadModel(manifest["models"][GetParam()], LoadOptions{testing::TestDevice(), "float32"});
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    model_ = std::move(*m);
-  }
-  PrefixStoreOptions Options(const std::string& dir) {
-    PrefixStoreOptions o;
-    o.dir = dir;
-    o.chunk_tokens = 16;
-    o.tiers.gpu_bytes = 64 << 10;
-    o.tiers.cpu_bytes = 128 << 10;
-    return o;
-  }
-  std::vector<int32_t> Tokens(int n, int seed) {
-    std::vector<int32_t> t(n);
-    for (int i = 0; i < n; ++i) t[i] = (i * 7919 + seed * 104729 + 13) % model_->config().vocab_size;
-    return t;
-  }
   std::vector<int32_t> Query(const std::vector<int32_t>& prefix, int q) {
     std::vector<int32_t> ctx = prefix;
     for (int32_t t : Tokens(6 + q % 5, 300 + q)) ctx.push_back(t);
@@ -95,7 +75,6 @@ class ReorderTest : public ::testing::TestWithParam<std::string> {
     for (int q = 0; q < requests; ++q)
       Run("impress-itf-ro", 0.25, store, Query(prefix, q), static_cast<int64_t>(prefix.size()));
   }
-  std::unique_ptr<Model> model_;
 };
 
 TEST_P(ReorderTest, ReorderedStoreServesTheSameKv) {
@@ -227,11 +206,7 @@ TEST_P(ReorderTest, RequestsStayExactWhileReordering) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReorderTest, ::testing::Values("tiny-llama-gqa", "tiny-opt-postln-proj"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& c : s) if (c == '-') c = '_';
-                           return s;
-                         });
+                         testing::ParamName);
 
 }  // namespace
 }  // namespace impress
