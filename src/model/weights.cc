@@ -1,5 +1,7 @@
 #include "model/weights.h"
 
+#include <cstring>
+
 #include <ATen/ATen.h>
 
 namespace impress {
@@ -28,8 +30,17 @@ StatusOr<at::Tensor> WeightLoader::Optional(const std::string& name, const std::
       return Status::Error(*v->file + ": tensor '" + name + "' has dtype " + DTypeName(v->dtype) +
                            ", not a floating-point weight type (F32, F16, BF16)");
   }
-  // from_blob does not own the mapping; the copy below does.
-  at::Tensor view = at::from_blob(const_cast<void*>(v->data), shape, at::TensorOptions().dtype(st));
+  // from_blob does not own the mapping; the copy below does. The format does
+  // not promise aligned data (real files pad their header, hand-made ones
+  // may not): a misaligned tensor is first copied byte-wise.
+  const auto opts = at::TensorOptions().dtype(st);
+  at::Tensor view;
+  if (reinterpret_cast<uintptr_t>(v->data) % c10::elementSize(st) == 0) {
+    view = at::from_blob(const_cast<void*>(v->data), shape, opts);
+  } else {
+    view = at::empty(shape, opts);
+    std::memcpy(view.data_ptr(), v->data, v->nbytes);
+  }
   return view.to(at::TensorOptions().device(device_).dtype(dtype_), /*non_blocking=*/false, /*copy=*/true);
 }
 
