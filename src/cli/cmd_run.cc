@@ -41,7 +41,7 @@ struct RunOptions {
 
 struct SystemRun {
   std::string system;
-  std::vector<double> ttft, io;
+  std::vector<double> ttft, io, select;
   int64_t bytes[3] = {0, 0, 0}, hits[2] = {0, 0}, chunk_loads = 0, disk_chunks = 0;
   int64_t reused = 0, computed = 0, recomputed_after_error = 0;
   int correct = 0, n = 0;
@@ -176,6 +176,7 @@ int RunRun(const RunOptions& o) {
       if (static_cast<int>(i) < o.warmup) continue;
       run.ttft.push_back(trace.ttft_ms);
       run.io.push_back(trace.io_ms);
+      run.select.push_back(trace.select_ms);
       for (int t = 0; t < 3; ++t) run.bytes[t] += trace.load.bytes[t];
       for (int t = 0; t < 2; ++t) run.hits[t] += trace.load.hits[t];
       run.chunk_loads += trace.load.chunks;
@@ -222,8 +223,8 @@ int RunRun(const RunOptions& o) {
               o.gpu_cache.c_str(), m.device().is_cuda() ? "CUDA" : "emulated in host memory", o.cpu_cache.c_str(),
               sizes[2] ? o.disk_bw.c_str() : "off", sizes[3] ? o.h2d_bw.c_str() : "off",
               static_cast<long long>(c.KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)), o.retention, o.alpha);
-  std::printf("| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | select ms | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   nlohmann::ordered_json j;
   j["config"] = {{"model", o.model}, {"task", o.task}, {"pool", o.pool}, {"prefix_tokens", o.prefix_tokens},
                  {"requests", o.requests}, {"warmup", o.warmup}, {"chunk", o.chunk}, {"kv_dtype", o.kv_dtype},
@@ -243,13 +244,13 @@ int RunRun(const RunOptions& o) {
     // GPU hits among the chunks whose K/V were read (every load for as).
     const int64_t kv_n = r.kv_tier[0] + r.kv_tier[1] + r.kv_tier[2];
     const double kv_hit_gpu = r.kept_share < 1.0 ? (kv_n ? double(r.kv_tier[0]) / kv_n : 0) : hit_gpu;
-    std::printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.1f | %.2f | %.3f | %.3f | %.3f |\n",
-                r.system.c_str(), r.policy.c_str(), ttft, Percentile(r.ttft, 50), Percentile(r.ttft, 99), io, share,
+    std::printf("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.1f | %.2f | %.3f | %.3f | %.3f |\n",
+                r.system.c_str(), r.policy.c_str(), ttft, Percentile(r.ttft, 50), Percentile(r.ttft, 99), io, share, Mean(r.select),
                 r.bytes[0] / 1e6, r.bytes[1] / 1e6, r.bytes[2] / 1e6, hit_gpu, hit_cpu, static_cast<long long>(loads),
                 static_cast<long long>(r.disk_chunks), kv_chunks, kv_hit_gpu, r.kept_share, r.fallback_share, acc);
     j["runs"].push_back({{"system", r.system}, {"requests", r.n},
                          {"ttft_ms", {{"mean", ttft}, {"p50", Percentile(r.ttft, 50)}, {"p99", Percentile(r.ttft, 99)}}},
-                         {"io_ms", {{"mean", io}}}, {"io_share", share},
+                         {"io_ms", {{"mean", io}}}, {"io_share", share}, {"select_ms", {{"mean", Mean(r.select)}}},
                          {"bytes_read", {{"gpu", r.bytes[0]}, {"cpu", r.bytes[1]}, {"disk", r.bytes[2]}}},
                          {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", r.disk_chunks}, {"kv_chunks_per_request", kv_chunks}, {"kv_hit_gpu", kv_hit_gpu},
                          {"chunk_loads", loads}, {"reused_tokens", r.reused}, {"computed_tokens", r.computed},

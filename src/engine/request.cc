@@ -104,10 +104,13 @@ class StoreSelector {
       : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), opt_(opt),
         record_(record_importance), trace_(trace) {}
 
+  // Time in Select that is not spent fetching (importance, sets, gathers)
+  // counts as selection; fetching counts as I/O.
   SelectedPrefix operator()(const LayerQkv& qkv) {
     auto t0 = Clock::now();
+    const double io_before = trace_->io_ms;
     SelectedPrefix s = Select(qkv);
-    trace_->io_ms += Ms(t0, Clock::now());
+    trace_->select_ms += Ms(t0, Clock::now()) - (trace_->io_ms - io_before);
     trace_->selection.Add(qkv.layer, s);
     return s;
   }
@@ -200,7 +203,9 @@ class StoreSelector {
       ids.push_back(chunks_[i]);
       sub.push_back((*parts)[i]);
     }
+    auto t0 = Clock::now();
     Status s = store_.Fetch(ids, l, what, &sub, &trace_->load);
+    trace_->io_ms += Ms(t0, Clock::now());
     if (!s.ok()) {
       if (status_.ok()) status_ = s;
       return false;

@@ -32,7 +32,8 @@ StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, do
 // lookup included) to the last context token's logits on the host.
 struct RequestTrace {
   double ttft_ms = 0;
-  double io_ms = 0;        // time the layer loop waited for prefix KV
+  double io_ms = 0;        // time the layer loop waited for prefix KV (fetching from the tiers)
+  double select_ms = 0;    // selection systems: importance, top-k, similarity, gathers
   double store_ms = 0;     // writing new chunks after the first token (not in TTFT)
   int64_t reused_tokens = 0;
   int64_t computed_tokens = 0;
