@@ -263,7 +263,8 @@ int RunRun(const RunOptions& o) {
       j["runs"].back()["reorder"] = {{"every_requests", o.reorder_every}, {"passes", r.reorder_passes},
                                      {"nodes_reordered", r.reordered.nodes_reordered},
                                      {"chunks_written", r.reordered.chunks_written},
-                                     {"mapping_bytes", f.mapping_bytes}, {"history_bytes", f.history_bytes},
+                                     {"mapping_bytes", f.mapping_bytes}, {"score_bytes", f.score_bytes},
+                                     {"history_bytes", f.history_bytes},
                                      {"chunk_bytes", f.chunk_bytes}};
     }
   }
@@ -273,10 +274,10 @@ int RunRun(const RunOptions& o) {
     const ReorderFootprint& f = r.footprint;
     const double cb = f.chunk_bytes ? static_cast<double>(f.chunk_bytes) : 1.0;
     std::printf("\n%s reordering: %lld passes, %lld node copies installed, %lld (chunk, layer) pairs written; "
-                "mapping lists %.3f%% and importance history %.3f%% of chunk bytes\n",
+                "mapping lists %.3f%%, scores %.3f%% and importance history %.3f%% of chunk bytes\n",
                 r.system.c_str(), static_cast<long long>(r.reorder_passes),
                 static_cast<long long>(r.reordered.nodes_reordered), static_cast<long long>(r.reordered.chunks_written),
-                100.0 * f.mapping_bytes / cb, 100.0 * f.history_bytes / cb);
+                100.0 * f.mapping_bytes / cb, 100.0 * f.score_bytes / cb, 100.0 * f.history_bytes / cb);
   }
   // Fig. 19: per layer, the share of the prefix's chunks whose K/V were loaded and of IMPRESS probe tests that fell back.
   for (const auto& r : runs) {

@@ -340,6 +340,7 @@ ReorderFootprint PrefixStore::Footprint() const {
     for (const auto& h : n->history) f.history_bytes += static_cast<int64_t>(h.size() * sizeof(float));
     f.chunk_bytes += static_cast<int64_t>(n->chunks.size()) * geo_.layers * chunk_kv_bytes();
   }
+  f.score_bytes = cache_->score_bytes();
   return f;
 }
 

@@ -93,6 +93,7 @@ struct ReorderStats {
 struct ReorderFootprint {
   int64_t mapping_bytes = 0;
   int64_t history_bytes = 0;
+  int64_t score_bytes = 0;  // the score policy's per-chunk scores (0 under LRU and LFU)
   int64_t chunk_bytes = 0;  // KV bytes of every original chunk, for scale
 };
 
