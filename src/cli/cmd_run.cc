@@ -42,6 +42,7 @@ struct RunOptions {
 struct SystemRun {
   std::string system;
   std::vector<double> ttft, io, select;
+  nlohmann::json per_request = nlohmann::json::array();  // measured requests, in order (tails)
   int64_t bytes[3] = {0, 0, 0}, hits[2] = {0, 0}, chunk_loads = 0, disk_chunks = 0;
   int64_t reused = 0, computed = 0, recomputed_after_error = 0;
   int correct = 0, n = 0;
@@ -175,6 +176,10 @@ int RunRun(const RunOptions& o) {
       }
       if (static_cast<int>(i) < o.warmup) continue;
       run.ttft.push_back(trace.ttft_ms);
+      run.per_request.push_back({{"prefix", r.prefix}, {"doc", r.doc}, {"ttft_ms", trace.ttft_ms},
+                                 {"io_ms", trace.io_ms}, {"select_ms", trace.select_ms},
+                                 {"reused_tokens", trace.reused_tokens}, {"disk_bytes", trace.load.bytes[2]},
+                                 {"kv_chunks", trace.important_share_n}});
       run.io.push_back(trace.io_ms);
       run.select.push_back(trace.select_ms);
       for (int t = 0; t < 3; ++t) run.bytes[t] += trace.load.bytes[t];
@@ -257,7 +262,7 @@ int RunRun(const RunOptions& o) {
                          {"recomputed_after_error", r.recomputed_after_error}, {"acc", acc},
                          {"policy", r.policy}, {"kept_share", r.kept_share}, {"fallback_share", r.fallback_share},
                          {"important_share_of_chunks_read", r.important_share}, {"layer_kept_share", r.layer_kept}, {"layer_kv_load_ratio", r.layer_load},
-                         {"layer_fallback_share", r.layer_fallback}});
+                         {"layer_fallback_share", r.layer_fallback}, {"per_request", r.per_request}});
     if (r.reorder) {
       const ReorderFootprint& f = r.footprint;
       j["runs"].back()["reorder"] = {{"every_requests", o.reorder_every}, {"passes", r.reorder_passes},

@@ -5,7 +5,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <numeric>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -240,14 +243,18 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
   for (Candidate& cand : todo) {
     const int64_t n = static_cast<int64_t>(cand.source.size());
     // Most important first (ties keep token order); inside a chunk, token
-    // order: only which chunk a token lands in matters.
+    // order: only which chunk a token lands in matters. This thread runs
+    // beside requests, so it uses no LibTorch kernels that would start an
+    // intra-op thread team of its own (that team slowed the request thread).
     std::vector<std::vector<int32_t>> order(geo_.layers);
     int64_t moved = 0;
     for (int l = 0; l < geo_.layers; ++l) {
-      at::Tensor h = at::from_blob(cand.history[l].data(), {n * c}, at::kFloat);
-      at::Tensor idx = std::get<1>(h.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true)).to(at::kInt);
-      idx = std::get<0>(idx.view({n, c}).sort(/*dim=*/1)).flatten().contiguous();
-      order[l].assign(idx.data_ptr<int32_t>(), idx.data_ptr<int32_t>() + n * c);
+      const std::vector<float>& h = cand.history[l];
+      std::vector<int32_t>& o = order[l];
+      o.resize(n * c);
+      std::iota(o.begin(), o.end(), 0);
+      std::stable_sort(o.begin(), o.end(), [&](int32_t a, int32_t b) { return h[a] > h[b]; });
+      for (int64_t i = 0; i < n; ++i) std::sort(o.begin() + i * c, o.begin() + (i + 1) * c);
       for (int64_t s = 0; s < n * c; ++s) {  // chunk of each token now vs in the new order
         const int64_t now = cand.current ? -1 : order[l][s] / c;
         if (now >= 0 && now != s / c) ++moved;
@@ -278,9 +285,17 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
                          static_cast<uint8_t*>(v.data_ptr()) + i * kb, nullptr});
       RETURN_IF_ERROR(disk_->Read(reads));
       stats->bytes_read += 2 * n * static_cast<int64_t>(kb);
-      at::Tensor idx = at::tensor(std::vector<int64_t>(order[l].begin(), order[l].end()), at::kLong);
-      at::Tensor k2 = k.index_select(0, idx).contiguous(), v2 = v.index_select(0, idx).contiguous();
-      at::Tensor p2 = k2.narrow(1, 0, geo_.probe_kv_heads).contiguous();
+      // Token-major rows: slot s of the copy is token order[l][s] of the node.
+      at::Tensor k2 = at::empty_like(k), v2 = at::empty_like(v);
+      at::Tensor p2 = at::empty({n * c, geo_.probe_kv_heads, geo_.head_dim}, opts);
+      const size_t row = kb / c, probe_row = geo_.ProbeBytes() / c;
+      for (int64_t s2 = 0; s2 < n * c; ++s2) {
+        const int64_t t = order[l][s2];
+        std::memcpy(static_cast<uint8_t*>(k2.data_ptr()) + s2 * row, static_cast<uint8_t*>(k.data_ptr()) + t * row, row);
+        std::memcpy(static_cast<uint8_t*>(v2.data_ptr()) + s2 * row, static_cast<uint8_t*>(v.data_ptr()) + t * row, row);
+        std::memcpy(static_cast<uint8_t*>(p2.data_ptr()) + s2 * probe_row,
+                    static_cast<uint8_t*>(k.data_ptr()) + t * row, probe_row);  // the first heads' keys
+      }
       keep.insert(keep.end(), {k2, v2, p2});
       for (int64_t i = 0; i < n; ++i)
         writes.push_back({first + static_cast<uint64_t>(i), l, k2[i * c].data_ptr(), v2[i * c].data_ptr(),
@@ -309,7 +324,9 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
       cache_->TransferScores(from, to);
       const int64_t gpu = std::min(cached[l][0], n), cpu = std::min(cached[l][1], n - gpu);
       for (int64_t i = 0; i < gpu + cpu; ++i) {
-        ChunkKv kv{keep[3 * l].narrow(0, i * c, c).clone(), keep[3 * l + 1].narrow(0, i * c, c).clone()};
+        ChunkKv kv{at::empty({c, geo_.kv_heads, geo_.head_dim}, opts), at::empty({c, geo_.kv_heads, geo_.head_dim}, opts)};
+        std::memcpy(kv.k.data_ptr(), static_cast<uint8_t*>(keep[3 * l].data_ptr()) + i * kb, kb);
+        std::memcpy(kv.v.data_ptr(), static_cast<uint8_t*>(keep[3 * l + 1].data_ptr()) + i * kb, kb);
         cache_->PutIn(CacheKey(copy->chunks[i], l), kv, i < gpu ? Tier::kGpu : Tier::kCpu);
       }
       stats->chunks_recached += gpu + cpu;
