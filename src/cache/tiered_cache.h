@@ -78,6 +78,8 @@ class TieredCache {
   // Score policy: `to` inherits the score histories of `from`, best first
   // (a reordered copy, most important chunk first). Call before caching `to`.
   void TransferScores(const std::vector<uint64_t>& from, const std::vector<uint64_t>& to);
+  // True under the score policy (Observe and TransferScores do something).
+  bool scored() const { return scores_ != nullptr; }
   // Bytes of score metadata (0 under LRU and LFU).
   int64_t score_bytes() const;
 
@@ -99,7 +101,7 @@ class TieredCache {
   // Score policy: whether `key` may enter level `t` (room, or a higher score
   // than the level's lowest evictable entry). Always true under LRU and LFU.
   bool AdmitLocked(int t, uint64_t key, int64_t bytes) const;
-  bool scored() const { return scores_ != nullptr; }
+
   ChunkKv ToTier(const ChunkKv& kv, int t);
 
   TierOptions opt_;

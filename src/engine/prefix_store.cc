@@ -255,16 +255,10 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
       std::iota(o.begin(), o.end(), 0);
       std::stable_sort(o.begin(), o.end(), [&](int32_t a, int32_t b) { return h[a] > h[b]; });
       for (int64_t i = 0; i < n; ++i) std::sort(o.begin() + i * c, o.begin() + (i + 1) * c);
-      for (int64_t s = 0; s < n * c; ++s) {  // chunk of each token now vs in the new order
-        const int64_t now = cand.current ? -1 : order[l][s] / c;
-        if (now >= 0 && now != s / c) ++moved;
-      }
-      if (cand.current) {
-        std::vector<int64_t> was(n * c);
-        const auto& cur = cand.current->order[l];
-        for (int64_t s = 0; s < n * c; ++s) was[cur[s]] = s / c;
-        for (int64_t s = 0; s < n * c; ++s) moved += was[order[l][s]] != s / c;
-      }
+      // Chunk each token is in now (token order when there is no copy) vs in the new order.
+      std::vector<int64_t> was(n * c);
+      for (int64_t s = 0; s < n * c; ++s) was[cand.current ? cand.current->order[l][s] : s] = s / c;
+      for (int64_t s = 0; s < n * c; ++s) moved += was[o[s]] != s / c;
     }
     if (moved < opt.min_moved * static_cast<double>(n * c * geo_.layers)) continue;
     // Read the node's original chunks from disk (not through the caches,
@@ -379,7 +373,7 @@ Status PrefixStore::LoadLayer(const std::vector<uint64_t>& chunks, int layer, at
 }
 
 void PrefixStore::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {
-  if (cache_->options().policy != "score") return;
+  if (!cache_->scored()) return;
   std::vector<std::pair<uint64_t, double>> shares;
   for (uint64_t c : chunks) shares.push_back({CacheKey(c, layer), 1.0});
   cache_->Observe(shares);
@@ -483,11 +477,10 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
   std::vector<uint64_t> ids = tree_.Insert(whole, first_id);
   IMPRESS_CHECK(ids.size() == static_cast<size_t>(total) && ids[matched] == first_id);
   for (auto& [key, chunk] : to_cache) cache_->Put(key, chunk);
-  if (cache_->options().policy == "score") {  // computed, never accessed: cached only where there is room
-    std::vector<std::pair<uint64_t, double>> shares;
-    for (auto& [key, chunk] : to_cache) shares.push_back({key, 1.0});
-    cache_->Observe(shares);
-  }
+  // The score policy places what Put holds once it is observed: computed,
+  // never accessed (score 0), these land only where there is room.
+  const std::vector<uint64_t> added(ids.begin() + matched, ids.end());
+  for (int l = 0; l < geo_.layers; ++l) ObserveWhole(added, l);
   return total - matched;
 }
 
