@@ -34,6 +34,11 @@ Status WriteTextFile(const std::string& path, const std::string& text);
 // Prints an object as JSON (as_json) or as "key  value" lines.
 void PrintRecord(const nlohmann::ordered_json& record, bool as_json);
 
+struct SweepAxes;
+// --retention and --alpha (and with run_axes, --chunk and --pool): each takes
+// a comma-separated list; the command runs every combination.
+void AddSweepOptions(CLI::App* cmd, SweepAxes* axes, bool run_axes);
+
 // Options every command that runs a model shares.
 struct RuntimeFlags {
   std::string device = "auto";

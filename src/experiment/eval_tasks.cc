@@ -1,0 +1,105 @@
+#include "experiment/eval_tasks.h"
+
+#include <cmath>
+
+#include "common/progress.h"
+#include "data/workload.h"
+#include "eval/scorer.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "select/selector.h"
+
+namespace impress {
+namespace {
+
+// lm-eval's stderr of a mean: sample standard deviation / sqrt(n).
+double MeanStderr(double p, int n) {
+  if (n < 2) return 0;
+  return std::sqrt(p * (1 - p) * n / (n - 1) / n);
+}
+
+StatusOr<std::vector<Doc>> LoadDocs(const EvalConfig& c, const TaskSpec& task, const char* split) {
+  ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadSplit(task, SplitPath(c.data, task, split)));
+  if (c.edit_doc)
+    for (Doc& d : docs) c.edit_doc(&d);
+  return docs;
+}
+
+StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& task, Scorer& scorer) {
+  ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadDocs(c, task, task.eval_split));
+  std::string prefix;
+  if (c.shots > 0) {
+    ASSIGN_OR_RETURN(std::vector<Doc> train, LoadDocs(c, task, task.train_split));
+    if (c.shots > static_cast<int>(train.size()))
+      return Status::Error("--shots " + std::to_string(c.shots) + " is more than the " +
+                           std::to_string(train.size()) + " training documents of " + task.name);
+    prefix = BuildPrefix(SampleShots(train, c.shots, c.seed));
+  }
+  RETURN_IF_ERROR(scorer.SetPrefix(prefix));
+  const int n = c.limit > 0 ? std::min<int>(c.limit, docs.size()) : static_cast<int>(docs.size());
+  int correct = 0, correct_norm = 0;
+  double gold_loglik = 0;
+  Progress progress(std::string("eval ") + task.name, c.quiet ? 0 : n);
+  for (int i = 0; i < n; ++i) {
+    auto s = scorer.Score(docs[i]);
+    if (!s.ok()) return s.status().WithContext(std::string(task.name) + " document " + std::to_string(i));
+    correct += s->pred == docs[i].gold;
+    correct_norm += s->pred_norm == docs[i].gold;
+    gold_loglik += s->loglik[docs[i].gold];
+    if (c.samples != nullptr) {
+      nlohmann::json j = {{"task", task.name}, {"doc", i}, {"context", prefix + docs[i].text},
+                          {"choices", docs[i].choices}, {"gold", docs[i].gold}, {"loglik", s->loglik},
+                          {"pred", s->pred}, {"pred_norm", s->pred_norm}};
+      *c.samples << j.dump() << "\n";
+    }
+    progress.Update(i + 1);
+  }
+  const double acc = double(correct) / n, acc_norm = double(correct_norm) / n;
+  return nlohmann::ordered_json{{"task", task.name}, {"n", n}, {"acc", acc}, {"acc_norm", acc_norm},
+                                {"acc_stderr", MeanStderr(acc, n)}, {"acc_norm_stderr", MeanStderr(acc_norm, n)},
+                                {"gold_loglik_mean", gold_loglik / n}, {"prefix_tokens", scorer.prefix_tokens()},
+                                {"kept_share", scorer.selection().KeptShare()},
+                                {"fallback_share", scorer.selection().FallbackShare()}};
+}
+
+}  // namespace
+
+StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& c) {
+  std::vector<const TaskSpec*> tasks;
+  for (const std::string& name : c.tasks) {
+    const TaskSpec* t = FindTask(name);
+    if (t == nullptr) return Status::Error("--task: unknown task '" + name + "' (piqa, rte, copa, openbookqa, all)");
+    tasks.push_back(t);
+  }
+  ASSIGN_OR_RETURN(SelectorKind kind, SelectorForSystem(c.system));
+  SelectorOptions select;
+  select.kind = kind;
+  select.retention = c.retention;
+  select.alpha = c.alpha;
+  Scorer scorer(model, tok, select);
+  nlohmann::ordered_json j = {{"system", c.system}, {"shots", c.shots}, {"seed", c.seed}, {"limit", c.limit},
+                              {"retention", c.retention}, {"alpha", c.alpha}};
+  j["results"] = nlohmann::json::array();
+  for (const TaskSpec* t : tasks) {
+    ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTask(c, *t, scorer));
+    j["results"].push_back(std::move(r));
+  }
+  return j;
+}
+
+void PrintEvalReport(const nlohmann::ordered_json& j, std::FILE* out) {
+  std::fprintf(out, "model %s, system %s, %d-shot, seed %llu, retention %.3g, alpha %.3g\n\n",
+               j.value("model", std::string("?")).c_str(), j["system"].get<std::string>().c_str(), j["shots"].get<int>(),
+               j["seed"].get<unsigned long long>(), j["retention"].get<double>(), j["alpha"].get<double>());
+  std::fprintf(out, "| %-10s | %5s | %7s | %7s | %8s | %8s | %6s | %6s | %8s |\n", "task", "n", "acc", "acc_norm", "acc_se",
+               "norm_se", "prefix", "kept", "fallback");
+  std::fprintf(out, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------", "-------", "---------", "----------", "----------",
+               "----------", "--------", "--------", "----------");
+  for (const auto& r : j["results"])
+    std::fprintf(out, "| %-10s | %5d | %7.4f | %8.4f | %8.4f | %8.4f | %6d | %6.3f | %8.3f |\n",
+                 r["task"].get<std::string>().c_str(), r["n"].get<int>(), r["acc"].get<double>(),
+                 r["acc_norm"].get<double>(), r["acc_stderr"].get<double>(), r["acc_norm_stderr"].get<double>(),
+                 r["prefix_tokens"].get<int>(), r["kept_share"].get<double>(), r["fallback_share"].get<double>());
+}
+
+}  // namespace impress

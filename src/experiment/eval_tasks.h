@@ -1,0 +1,47 @@
+// The accuracy experiment behind `impress eval`, the accuracy figures and the
+// CI accuracy regression: lm-eval-style multiple-choice scoring behind a
+// shared few-shot prefix, with a system's choice of prefix KV.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "data/task.h"
+
+namespace impress {
+
+class Model;
+class Tokenizer;
+
+struct EvalConfig {
+  std::vector<std::string> tasks = {"piqa", "rte", "copa", "openbookqa"};
+  std::string data = "data";
+  std::string system = "recomp";   // which prefix KV documents attend to
+  int shots = 0;                   // few-shot examples in the shared prefix
+  int limit = 0;                   // the first N documents of each split (0: all)
+  uint64_t seed = 1234;            // of the few-shot sample
+  double retention = 1.0, alpha = 0.6;
+  std::ostream* samples = nullptr; // per-document records (JSONL) when set
+  bool quiet = false;              // no progress bars
+  // Applied to every loaded document (shots and scored ones) before prompts
+  // are built: lets a test alter what a template produced.
+  std::function<void(Doc*)> edit_doc;
+};
+
+// {"system", "shots", ..., "results": [{"task", "n", "acc", "acc_norm",
+// "acc_stderr", "acc_norm_stderr", "gold_loglik_mean", "prefix_tokens",
+// "kept_share", "fallback_share"}, ...]}, one result per task in order.
+// Errors name the split file or the document.
+StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& config);
+
+// The table `impress eval` prints for one EvalTasks result.
+void PrintEvalReport(const nlohmann::ordered_json& result, std::FILE* out);
+
+}  // namespace impress

@@ -1,0 +1,286 @@
+#include "experiment/run_systems.h"
+
+#include <ATen/ATen.h>
+
+#include <memory>
+
+#include "common/progress.h"
+#include "common/units.h"
+#include "data/task.h"
+#include "data/workload.h"
+#include "engine/prefix_store.h"
+#include "engine/reorder_worker.h"
+#include "engine/request.h"
+#include "eval/scorer.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+
+namespace impress {
+namespace {
+
+// What one system's measured requests add up to.
+struct SystemRun {
+  std::string system;
+  std::vector<double> ttft, io, select;
+  nlohmann::json per_request = nlohmann::json::array();  // measured requests, in order (tails)
+  int64_t bytes[3] = {0, 0, 0}, hits[2] = {0, 0}, chunk_loads = 0, disk_chunks = 0;
+  int64_t reused = 0, computed = 0, recomputed_after_error = 0;
+  int correct = 0, n = 0;
+  std::string policy = "-";
+  double important_sum = 0;
+  int64_t selected_chunks = 0;           // (chunk, layer) pairs read for the tokens selection kept (Fig. 20)
+  int64_t kv_tier[3] = {0, 0, 0};        // ... by the tier they came from (Fig. 21)
+  std::vector<int64_t> layer_kv_chunks;  // per layer: chunks whose K/V a selection read
+  int64_t prefix_chunks = 0;             // chunks available per layer, summed over requests
+  SelectionCounters selection;
+  bool reorder = false;
+  int64_t reorder_passes = 0;
+  ReorderStats reordered;
+  ReorderFootprint footprint;
+
+  void Add(const RequestTrace& t, int layers);
+  nlohmann::ordered_json ToJson(int reorder_every) const;
+};
+
+void SystemRun::Add(const RequestTrace& t, int layers) {
+  ttft.push_back(t.ttft_ms);
+  io.push_back(t.io_ms);
+  select.push_back(t.select_ms);
+  for (int i = 0; i < 3; ++i) bytes[i] += t.load.bytes[i];
+  for (int i = 0; i < 2; ++i) hits[i] += t.load.hits[i];
+  chunk_loads += t.load.chunks;
+  disk_chunks += t.load.disk_chunks;
+  reused += t.reused_tokens;
+  computed += t.computed_tokens;
+  recomputed_after_error += t.recomputed_after_error;
+  selection.Merge(t.selection);
+  important_sum += t.important_share_sum;
+  selected_chunks += t.important_share_n;
+  for (int i = 0; i < 3; ++i) kv_tier[i] += t.kv_chunk_tier[i];
+  layer_kv_chunks.resize(layers, 0);
+  for (size_t l = 0; l < t.layer_kv_chunks.size() && l < layer_kv_chunks.size(); ++l)
+    layer_kv_chunks[l] += t.layer_kv_chunks[l];
+  prefix_chunks += t.prefix_chunks;
+}
+
+nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
+  const double ttft_mean = Mean(ttft), io_mean = Mean(io);
+  const double share = ttft_mean > 0 ? io_mean / ttft_mean : 0;
+  const double hit_gpu = chunk_loads ? double(hits[0]) / chunk_loads : 0;
+  const double hit_cpu = chunk_loads ? double(hits[1]) / chunk_loads : 0;
+  const double kept_share = selection.KeptShare();
+  // Selection reads K/V of chunks holding kept tokens; as reads every chunk.
+  const double kv_chunks = n ? double(kept_share < 1.0 ? selected_chunks : chunk_loads) / n : 0;
+  // GPU hits among the chunks whose K/V were read (every load for as).
+  const int64_t kv_n = kv_tier[0] + kv_tier[1] + kv_tier[2];
+  const double kv_hit_gpu = kept_share < 1.0 ? (kv_n ? double(kv_tier[0]) / kv_n : 0) : hit_gpu;
+  std::vector<double> layer_kept, layer_load, layer_fallback;
+  for (size_t l = 0; l < selection.total.size(); ++l) {
+    layer_kept.push_back(selection.total[l] ? double(selection.kept[l]) / selection.total[l] : 1.0);
+    layer_load.push_back(prefix_chunks && l < layer_kv_chunks.size() ? double(layer_kv_chunks[l]) / prefix_chunks : 1.0);
+    layer_fallback.push_back(selection.probes[l] ? double(selection.fallbacks[l]) / selection.probes[l] : 0.0);
+  }
+  nlohmann::ordered_json j = {
+      {"system", system}, {"requests", n},
+      {"ttft_ms", {{"mean", ttft_mean}, {"p50", Percentile(ttft, 50)}, {"p99", Percentile(ttft, 99)}}},
+      {"io_ms", {{"mean", io_mean}}}, {"io_share", share}, {"select_ms", {{"mean", Mean(select)}}},
+      {"bytes_read", {{"gpu", bytes[0]}, {"cpu", bytes[1]}, {"disk", bytes[2]}}},
+      {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", disk_chunks},
+      {"kv_chunks_per_request", kv_chunks}, {"kv_hit_gpu", kv_hit_gpu}, {"chunk_loads", chunk_loads},
+      {"reused_tokens", reused}, {"computed_tokens", computed}, {"recomputed_after_error", recomputed_after_error},
+      {"acc", n ? double(correct) / n : 0}, {"policy", policy}, {"kept_share", kept_share},
+      {"fallback_share", selection.FallbackShare()},
+      {"important_share_of_chunks_read", selected_chunks ? important_sum / selected_chunks : 0},
+      {"layer_kept_share", layer_kept}, {"layer_kv_load_ratio", layer_load}, {"layer_fallback_share", layer_fallback},
+      {"per_request", per_request}};
+  if (reorder) {
+    const ReorderFootprint& f = footprint;
+    j["reorder"] = {{"every_requests", reorder_every}, {"passes", reorder_passes},
+                    {"nodes_reordered", reordered.nodes_reordered}, {"chunks_written", reordered.chunks_written},
+                    {"mapping_bytes", f.mapping_bytes}, {"score_bytes", f.score_bytes},
+                    {"history_bytes", f.history_bytes}, {"chunk_bytes", f.chunk_bytes}};
+  }
+  return j;
+}
+
+// Opens the store for `system`, first writing every pool prefix it lacks; a
+// store that had to be filled is reopened so that every system starts from
+// the same state: everything on disk, caches cold.
+StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixStoreOptions& so,
+                                                      const std::vector<std::vector<int32_t>>& pool_ids, bool quiet) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PrefixStore> store, PrefixStore::Open(m, so));
+  bool filled = false;
+  Progress fill(std::string("fill store"), quiet ? 0 : static_cast<int64_t>(pool_ids.size()));
+  for (size_t p = 0; p < pool_ids.size(); ++p) {
+    if (store->tree().NewChunks(pool_ids[p]) > 0) {
+      DenseKvCache full(m.config().num_layers);
+      m.Forward(pool_ids[p], 0, full);
+      RETURN_IF_ERROR(store->Insert(pool_ids[p], full).status());
+      filled = true;
+    }
+    fill.Update(static_cast<int64_t>(p) + 1);
+  }
+  if (!filled) return store;
+  store.reset();
+  return PrefixStore::Open(m, so);
+}
+
+}  // namespace
+
+StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o) {
+  const TaskSpec* task = FindTask(o.task);
+  if (task == nullptr) return Status::Error("--task: unknown task '" + o.task + "'");
+  std::vector<System> systems;
+  for (const std::string& name : o.systems) {
+    ASSIGN_OR_RETURN(System s, ParseSystem(name, o.retention, o.alpha));
+    systems.push_back(s);
+  }
+  ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(o.data, *task, task->train_split)));
+  ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadSplit(*task, SplitPath(o.data, *task, task->eval_split)));
+  PrefixPoolOptions po{o.pool, std::min(o.prefix_tokens, m.config().max_positions - 256), o.seed};
+  ASSIGN_OR_RETURN(std::vector<PooledPrefix> pool, BuildPrefixPool(train, tok, po));
+  std::vector<std::vector<int32_t>> pool_ids;
+  for (const auto& p : pool) {
+    ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.Encode(p.text, false));
+    pool_ids.push_back(std::move(ids));
+  }
+  RequestStreamOptions ro{o.warmup + o.requests, o.mean, o.spread, o.seed};
+  const std::vector<Request> stream = MakeRequestStream(o.pool, static_cast<int>(docs.size()), ro);
+  const int layers = m.config().num_layers;
+
+  nlohmann::ordered_json result;
+  result["config"] = {{"task", o.task}, {"pool", o.pool}, {"prefix_tokens", o.prefix_tokens},
+                      {"requests", o.requests}, {"warmup", o.warmup}, {"chunk", o.chunk}, {"kv_dtype", o.kv_dtype},
+                      {"gpu_cache", o.gpu_cache}, {"cpu_cache", o.cpu_cache}, {"retention", o.retention},
+                      {"alpha", o.alpha}, {"disk_bw", o.disk_bw}, {"h2d_bw", o.h2d_bw}, {"seed", o.seed},
+                      {"mean", o.mean}, {"spread", o.spread}, {"device", m.device().is_cuda() ? "cuda" : "cpu"},
+                      {"prefetch", o.prefetch}, {"kv_bytes_per_token", m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)}};
+  result["runs"] = nlohmann::json::array();
+  for (const System& system : systems) {
+    SystemRun run;
+    run.system = system.name;
+    run.selection = SelectionCounters(layers);
+    std::unique_ptr<PrefixStore> store;
+    if (system.reuse) {
+      if (o.store.empty()) return Status::Error("--store DIR is required for systems that reuse prefix KV");
+      PrefixStoreOptions so;
+      so.dir = o.store;
+      so.chunk_tokens = o.chunk;
+      so.kv_dtype = o.kv_dtype;
+      so.tiers.gpu_bytes = o.gpu_cache;
+      so.tiers.cpu_bytes = o.cpu_cache;
+      so.tiers.policy = o.policy.empty() ? system.policy : o.policy;
+      so.tiers.h2d_bytes_per_second = o.h2d_bw;
+      so.disk_bytes_per_second = o.disk_bw;
+      so.stored_copies = false;  // every system starts from the pool in token order
+      run.policy = so.tiers.policy;
+      ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids, o.quiet));
+    }
+    // IMPRESS's reordering: one pass ends the warm-up (finished before
+    // measuring); reorder_every adds passes beside the measured requests.
+    std::unique_ptr<ReorderWorker> reorderer;
+    if (system.reorder && store) reorderer = std::make_unique<ReorderWorker>(*store, ReorderWorkerOptions{});
+    Progress progress(std::string("run ") + run.system, o.quiet ? 0 : static_cast<int64_t>(stream.size()));
+    for (size_t i = 0; i < stream.size(); ++i) {
+      const Request& r = stream[i];
+      const Doc& doc = docs[r.doc];
+      ASSIGN_OR_RETURN(ScoredContext ctx, TokenizeContext(tok, pool[r.prefix].text + doc.text));
+      const auto& pid = pool_ids[r.prefix];
+      int64_t storable = 0;
+      while (storable < static_cast<int64_t>(std::min(pid.size(), ctx.ids.size())) && pid[storable] == ctx.ids[storable])
+        ++storable;
+      RequestTrace trace;
+      std::unique_ptr<RewindableKv> kv;
+      ASSIGN_OR_RETURN(at::Tensor last, RunRequest(system, m, store.get(), ctx.ids, storable, &kv, &trace,
+                                                   RequestOptions{o.prefetch}));
+      ASSIGN_OR_RETURN(DocScore score, ScoreChoices(m, tok, ctx, last, *kv, doc));
+      progress.Update(static_cast<int64_t>(i) + 1);
+      if (reorderer && static_cast<int>(i) + 1 == o.warmup) {
+        reorderer->Trigger();
+        reorderer->Drain();
+      } else if (reorderer && o.reorder_every > 0 && (i + 1) % o.reorder_every == 0) {
+        reorderer->Trigger();
+      }
+      if (static_cast<int>(i) < o.warmup) continue;
+      run.per_request.push_back({{"prefix", r.prefix}, {"doc", r.doc}, {"ttft_ms", trace.ttft_ms},
+                                 {"io_ms", trace.io_ms}, {"select_ms", trace.select_ms},
+                                 {"reused_tokens", trace.reused_tokens}, {"disk_bytes", trace.load.bytes[2]},
+                                 {"kv_chunks", trace.important_share_n}});
+      run.Add(trace, layers);
+      run.correct += score.pred == doc.gold;
+      run.n++;
+    }
+    if (reorderer) {
+      reorderer->Drain();
+      RETURN_IF_ERROR(reorderer->status());
+      run.reorder = true;
+      run.reorder_passes = reorderer->passes();
+      run.reordered = reorderer->stats();
+      run.footprint = store->Footprint();
+    }
+    result["runs"].push_back(run.ToJson(o.reorder_every));
+  }
+  return result;
+}
+
+namespace {
+
+std::string Size(double bytes) {
+  if (bytes <= 0) return "off";
+  char buf[32];
+  if (bytes >= (1 << 30)) std::snprintf(buf, sizeof buf, "%.3gG", bytes / (1 << 30));
+  else if (bytes >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.3gM", bytes / (1 << 20));
+  else std::snprintf(buf, sizeof buf, "%.3gK", bytes / 1024);
+  return buf;
+}
+
+}  // namespace
+
+void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
+  const auto& c = result["config"];
+  std::fprintf(out, "model %s, task %s, pool %d x %d tokens, %d requests (+%d warm-up), chunk %d, kv %s\n",
+               c.value("model", std::string("?")).c_str(), c["task"].get<std::string>().c_str(), c["pool"].get<int>(),
+               c["prefix_tokens"].get<int>(), c["requests"].get<int>(), c["warmup"].get<int>(), c["chunk"].get<int>(),
+               c["kv_dtype"].get<std::string>().c_str());
+  std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g\n\n",
+               Size(c["gpu_cache"].get<double>()).c_str(),
+               c["device"] == "cuda" ? "CUDA" : "emulated in host memory", Size(c["cpu_cache"].get<double>()).c_str(),
+               Size(c["disk_bw"].get<double>()).c_str(), Size(c["h2d_bw"].get<double>()).c_str(),
+               c["kv_bytes_per_token"].get<long long>(), c["retention"].get<double>(), c["alpha"].get<double>());
+  std::fprintf(out, "| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | select ms | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
+  std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& r : result["runs"]) {
+    const auto& b = r["bytes_read"];
+    std::fprintf(out, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.1f | %.2f | %.3f | %.3f | %.3f |\n",
+                 r["system"].get<std::string>().c_str(), r["policy"].get<std::string>().c_str(),
+                 r["ttft_ms"]["mean"].get<double>(), r["ttft_ms"]["p50"].get<double>(), r["ttft_ms"]["p99"].get<double>(),
+                 r["io_ms"]["mean"].get<double>(), r["io_share"].get<double>(), r["select_ms"]["mean"].get<double>(),
+                 b["gpu"].get<double>() / 1e6, b["cpu"].get<double>() / 1e6, b["disk"].get<double>() / 1e6,
+                 r["hit_rate"]["gpu"].get<double>(), r["hit_rate"]["cpu"].get<double>(), r["chunk_loads"].get<long long>(),
+                 r["chunks_read"].get<long long>(), r["kv_chunks_per_request"].get<double>(), r["kv_hit_gpu"].get<double>(),
+                 r["kept_share"].get<double>(), r["fallback_share"].get<double>(), r["acc"].get<double>());
+  }
+  // Reordering: what it rewrote, and its metadata against the chunks it describes.
+  for (const auto& r : result["runs"]) {
+    if (!r.contains("reorder")) continue;
+    const auto& f = r["reorder"];
+    const double cb = f["chunk_bytes"].get<double>() > 0 ? f["chunk_bytes"].get<double>() : 1.0;
+    std::fprintf(out, "\n%s reordering: %lld passes, %lld node copies installed, %lld (chunk, layer) pairs written; "
+                 "mapping lists %.3f%%, scores %.3f%% and importance history %.3f%% of chunk bytes\n",
+                 r["system"].get<std::string>().c_str(), f["passes"].get<long long>(), f["nodes_reordered"].get<long long>(),
+                 f["chunks_written"].get<long long>(), 100.0 * f["mapping_bytes"].get<double>() / cb,
+                 100.0 * f["score_bytes"].get<double>() / cb, 100.0 * f["history_bytes"].get<double>() / cb);
+  }
+  // Fig. 19: per layer, the share of the prefix's chunks whose K/V were loaded and of IMPRESS probe tests that fell back.
+  for (const auto& r : result["runs"]) {
+    if (r["kept_share"].get<double>() >= 1.0) continue;
+    std::fprintf(out, "\n%s per layer (KV chunks loaded / fallback share):", r["system"].get<std::string>().c_str());
+    const auto& load = r["layer_kv_load_ratio"];
+    const auto& fb = r["layer_fallback_share"];
+    for (size_t l = 0; l < load.size(); ++l)
+      std::fprintf(out, "%s L%zu %.2f/%.2f", l % 6 == 0 ? "\n " : "", l, load[l].get<double>(), fb[l].get<double>());
+    std::fprintf(out, "\n");
+  }
+}
+
+}  // namespace impress

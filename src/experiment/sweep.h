@@ -1,0 +1,34 @@
+// Parameter sweeps from the command line: "--alpha 0,0.3,0.6" runs one
+// experiment per value, and several swept options run their cross product.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace impress {
+
+// The swept parameters; each list holds at least one value.
+struct SweepAxes {
+  std::vector<double> alpha = {0.6};
+  std::vector<double> retention = {0.25};
+  std::vector<int> chunk = {64};
+  std::vector<int> pool = {8};
+
+  size_t size() const { return alpha.size() * retention.size() * chunk.size() * pool.size(); }
+  bool swept() const { return size() > 1; }
+};
+
+struct SweepPoint {
+  double alpha, retention;
+  int chunk, pool;
+};
+
+// Every combination, nested as alpha, retention, chunk, pool (pool fastest).
+std::vector<SweepPoint> SweepPoints(const SweepAxes& axes);
+
+// {"sweep": [results...]} for several points; the one result unchanged for one.
+nlohmann::ordered_json SweepResult(std::vector<nlohmann::ordered_json> results);
+
+}  // namespace impress
