@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   impress::AddEvalCommand(app, &commands);
   impress::AddRunCommand(app, &commands);
   impress::AddStoreCommand(app, &commands);
+  impress::AddRegressCommand(app, &commands);
   CLI11_PARSE(app, argc, argv);
   try {
     for (auto& [cmd, run] : commands)

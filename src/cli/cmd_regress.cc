@@ -1,0 +1,80 @@
+// impress regress: the CI accuracy regression. Checks a small fixed
+// evaluation against the numbers committed in --expected; --update rewrites
+// that file from this run on purpose.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "experiment/regression.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+
+namespace impress {
+namespace {
+
+struct RegressOptions {
+  std::string model, expected, data = "data";
+  bool update = false;
+  RuntimeFlags runtime;
+};
+
+StatusOr<nlohmann::ordered_json> ReadSpec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(path + ": cannot read");
+  try {
+    return nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Error(path + ": not JSON: " + e.what());
+  }
+}
+
+int RunRegress(const RegressOptions& o) {
+  ApplyRuntimeFlags(o.runtime);
+  nlohmann::ordered_json spec;
+  if (o.update && !std::filesystem::exists(o.expected)) {
+    spec = DefaultRegressionSpec();
+  } else {
+    auto s = ReadSpec(o.expected);
+    if (!s.ok()) return Fail(s.status());
+    spec = std::move(*s);
+  }
+  auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
+  if (!tok.ok()) return Fail(tok.status());
+  auto model = LoadModel(o.model, LoadOptions{o.runtime.device, o.runtime.dtype});
+  if (!model.ok()) return Fail(model.status());
+  auto rows = RunRegression(**model, **tok, spec, o.data);
+  if (!rows.ok()) return Fail(rows.status().WithContext(o.expected));
+  std::printf("| task | system | n | acc | acc_norm | gold loglik mean |\n|---|---|---|---|---|---|\n");
+  for (const auto& r : *rows)
+    std::printf("| %s | %s | %d | %.4f | %.4f | %.5f |\n", r["task"].get<std::string>().c_str(),
+                r["system"].get<std::string>().c_str(), r["n"].get<int>(), r["acc"].get<double>(),
+                r["acc_norm"].get<double>(), r["gold_loglik_mean"].get<double>());
+  if (o.update) {
+    spec["command"] = "impress regress --model " + o.model + " --expected " + o.expected + " --update";
+    spec["results"] = *rows;
+    Status w = WriteTextFile(o.expected, spec.dump(2) + "\n");
+    if (!w.ok()) return Fail(w);
+    std::printf("wrote %s\n", o.expected.c_str());
+    return 0;
+  }
+  Status cmp = CompareRegression(spec, *rows, /*require_all=*/true);
+  if (!cmp.ok()) return Fail(cmp.WithContext(o.expected));
+  std::printf("every number within tolerance of %s\n", o.expected.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void AddRegressCommand(CLI::App& app, std::vector<Command>* commands) {
+  auto o = std::make_shared<RegressOptions>();
+  CLI::App* cmd = app.add_subcommand("regress", "Accuracy regression: a fixed small evaluation against committed numbers");
+  cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
+  cmd->add_option("--expected", o->expected, "expected numbers (JSON): its config says what runs")->required();
+  cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl (make data)");
+  cmd->add_flag("--update", o->update, "rewrite --expected from this run (keeps its config and tolerances)");
+  AddRuntimeFlags(cmd, &o->runtime);
+  commands->push_back({cmd, [o] { return RunRegress(*o); }});
+}
+
+}  // namespace impress

@@ -1,0 +1,87 @@
+#include "experiment/regression.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "experiment/eval_tasks.h"
+
+namespace impress {
+
+nlohmann::ordered_json DefaultRegressionSpec() {
+  nlohmann::ordered_json spec;
+  spec["config"] = {{"tasks", {"piqa", "rte", "copa", "openbookqa"}}, {"systems", {"recomp", "impress"}},
+                    {"shots", 5}, {"limit", 20}, {"seed", 1234}, {"retention", 0.25}, {"alpha", 0.6}};
+  // acc moves in steps of 1/limit: one document may flip on another CPU's
+  // rounding, two may not. The gold log-likelihood (a sum over the choice's
+  // tokens) moves ~1e-4 with thread count and BLAS; a one-character prompt
+  // change moves it by far more than 1e-2.
+  spec["tolerance"] = {{"acc", 0.051}, {"acc_norm", 0.051}, {"gold_loglik_mean", 0.01}};
+  return spec;
+}
+
+StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& tok, const nlohmann::ordered_json& spec,
+                                               const std::string& data_dir,
+                                               const std::function<void(Doc*)>& edit_doc) {
+  if (!spec.contains("config") || !spec["config"].is_object()) return Status::Error("no \"config\" object");
+  const auto& c = spec["config"];
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  try {
+    for (const std::string system : c.at("systems")) {
+      EvalConfig e;
+      e.tasks = c.at("tasks").get<std::vector<std::string>>();
+      e.data = data_dir;
+      e.system = system;
+      e.shots = c.at("shots").get<int>();
+      e.limit = c.at("limit").get<int>();
+      e.seed = c.at("seed").get<uint64_t>();
+      e.retention = c.at("retention").get<double>();
+      e.alpha = c.at("alpha").get<double>();
+      e.edit_doc = edit_doc;
+      ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTasks(model, tok, e));
+      for (const auto& t : r["results"])
+        rows.push_back({{"task", t["task"]}, {"system", system}, {"n", t["n"]}, {"acc", t["acc"]},
+                        {"acc_norm", t["acc_norm"]}, {"gold_loglik_mean", t["gold_loglik_mean"]}});
+    }
+  } catch (const nlohmann::json::exception& ex) {
+    return Status::Error(std::string("bad \"config\": ") + ex.what());
+  }
+  return rows;
+}
+
+Status CompareRegression(const nlohmann::ordered_json& spec, const nlohmann::ordered_json& actual, bool require_all) {
+  if (!spec.contains("results") || !spec["results"].is_array()) return Status::Error("no \"results\" array");
+  if (!spec.contains("tolerance") || !spec["tolerance"].is_object()) return Status::Error("no \"tolerance\" object");
+  std::map<std::string, const nlohmann::ordered_json*> expected;
+  for (const auto& row : spec["results"])
+    expected[row.value("task", std::string()) + "/" + row.value("system", std::string())] = &row;
+  std::string moved;
+  size_t checked = 0;
+  for (const auto& row : actual) {
+    const std::string key = row["task"].get<std::string>() + "/" + row["system"].get<std::string>();
+    auto it = expected.find(key);
+    if (it == expected.end()) {
+      moved += "\n  " + key + ": no expected row";
+      continue;
+    }
+    ++checked;
+    for (const auto& [metric, tol] : spec["tolerance"].items()) {
+      if (!it->second->contains(metric) || !row.contains(metric)) {
+        moved += "\n  " + key + " " + metric + ": missing";
+        continue;
+      }
+      const double want = (*it->second)[metric].get<double>(), got = row[metric].get<double>();
+      if (std::fabs(got - want) <= tol.get<double>()) continue;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "\n  %s %s %.6g, expected %.6g (tolerance %g)", key.c_str(), metric.c_str(), got,
+                    want, tol.get<double>());
+      moved += buf;
+    }
+  }
+  if (require_all && checked < expected.size())
+    moved += "\n  " + std::to_string(expected.size() - checked) + " expected rows were not run";
+  if (!moved.empty()) return Status::Error("accuracy moved beyond tolerance:" + moved);
+  return Status::OK();
+}
+
+}  // namespace impress
