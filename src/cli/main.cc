@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   impress::AddRunCommand(app, &commands);
   impress::AddStoreCommand(app, &commands);
   impress::AddRegressCommand(app, &commands);
+  impress::AddReproduceCommand(app, &commands);
   CLI11_PARSE(app, argc, argv);
   try {
     for (auto& [cmd, run] : commands)

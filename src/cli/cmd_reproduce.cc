@@ -1,0 +1,254 @@
+// impress reproduce: the paper's figures from the command line. Each named
+// figure writes OUT/NAME.json (configuration, machine, table, series),
+// NAME.csv (the table) and NAME.md (claim, command, machine, table);
+// scripts/plot.py draws NAME.png from the JSON.
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "common/units.h"
+#include "experiment/figures.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+
+namespace impress {
+namespace {
+
+struct ReproduceOptions {
+  std::vector<std::string> names;
+  std::vector<std::string> models;
+  std::string out = "results/figures", store = "stores", data = "data";
+  std::string tasks = "piqa,rte,copa,openbookqa";
+  std::string gpu_cache = "16M", cpu_cache = "32M", disk_bw = "128M", h2d_bw = "640M";
+  FigureScale scale;
+  RuntimeFlags runtime;
+};
+
+std::string ReadFirstLine(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key, 0) == 0) {
+      std::string v = line.substr(line.find(':') + 1);
+      return v.substr(v.find_first_not_of(" \t"));
+    }
+  return "?";
+}
+
+nlohmann::ordered_json Machine(bool cuda) {
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  char mem[32];
+  std::snprintf(mem, sizeof mem, "%.0f GiB RAM", std::atof(ReadFirstLine("/proc/meminfo", "MemTotal").c_str()) / (1 << 20));
+  struct utsname u;
+  uname(&u);
+  return {{"cpu", ReadFirstLine("/proc/cpuinfo", "model name")},
+          {"cores", std::thread::hardware_concurrency()},
+          {"memory", mem},
+          {"os", std::string(u.sysname) + " " + u.release},
+          {"device", cuda ? "cuda" : "cpu (GPU tier emulated in host memory)"},
+          {"date", date}};
+}
+
+std::string Join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+template <typename T>
+std::string JoinNum(const std::vector<T>& v) {
+  std::ostringstream s;
+  for (size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
+  return s.str();
+}
+
+// The command that reruns this figure at this scale, every knob spelled out.
+std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
+  const FigureScale& s = o.scale;
+  std::ostringstream c;
+  c << "impress reproduce " << name;
+  for (const auto& m : o.models) c << " --model " << m;
+  c << " --out " << o.out << " --store " << o.store << " --tasks " << o.tasks << " --task " << s.task
+    << " --prefixes " << s.pool << " --prefix-tokens " << s.prefix_tokens << " --requests " << s.requests
+    << " --warmup " << s.warmup << " --gpu-cache " << o.gpu_cache << " --cpu-cache " << o.cpu_cache
+    << " --disk-bw " << o.disk_bw << " --h2d-bw " << o.h2d_bw << " --docs " << s.docs << " --shots " << s.shots
+    << " --analysis-docs " << s.analysis_docs << " --retention " << JoinNum(s.retentions) << " --alpha "
+    << JoinNum(s.alphas) << " --chunk " << JoinNum(s.chunks) << " --pool " << JoinNum(s.pools) << " --seed "
+    << s.seed;
+  return c.str();
+}
+
+std::string Cell(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  if (v.is_number()) {
+    char buf[32];
+    const double d = v.get<double>();
+    std::snprintf(buf, sizeof buf, std::fabs(d) >= 100 ? "%.1f" : "%.3f", d);
+    return buf;
+  }
+  return v.dump();
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) {
+    if (ch == '"') q += '"';
+    q += ch;
+  }
+  return q + "\"";
+}
+
+std::string Csv(const Figure& f) {
+  std::string out;
+  for (size_t i = 0; i < f.columns.size(); ++i) {
+    if (i) out += ',';
+    out += CsvField(f.columns[i]);
+  }
+  out += '\n';
+  for (const auto& row : f.rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i) out += ',';
+      out += CsvField(row[i].is_string() ? row[i].get<std::string>() : row[i].dump());
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string Markdown(const Figure& f, const std::string& command, const nlohmann::ordered_json& machine, double secs) {
+  std::ostringstream md;
+  md << "# " << f.name << ": " << f.title << "\n\nPaper: " << f.paper << ".\n\n```\n" << command << "\n```\n\n";
+  md << "Machine: " << machine["cpu"].get<std::string>() << ", " << machine["cores"] << " cores, "
+     << machine["memory"].get<std::string>() << ", " << machine["device"].get<std::string>() << "; "
+     << machine["date"].get<std::string>() << "; " << static_cast<int>(secs) << " s.\n\n";
+  md << "|";
+  for (const auto& c : f.columns) md << " " << c << " |";
+  md << "\n|";
+  for (size_t i = 0; i < f.columns.size(); ++i) md << "---|";
+  md << "\n";
+  for (const auto& row : f.rows) {
+    md << "|";
+    for (const auto& v : row) md << " " << Cell(v) << " |";
+    md << "\n";
+  }
+  if (!f.notes.empty()) {
+    md << "\n";
+    for (const auto& n : f.notes) md << "- " << n.get<std::string>() << "\n";
+  }
+  return md.str();
+}
+
+int RunReproduce(ReproduceOptions o) {
+  ApplyRuntimeFlags(o.runtime);
+  std::vector<std::string> names;
+  for (const auto& n : o.names) {
+    if (n == "all") names.insert(names.end(), FigureRunner::Names().begin(), FigureRunner::Names().end());
+    else names.push_back(n);
+  }
+  for (const auto& n : names)
+    if (std::find(FigureRunner::Names().begin(), FigureRunner::Names().end(), n) == FigureRunner::Names().end())
+      return Fail(Status::Error("unknown figure '" + n + "' (" + Join(FigureRunner::Names(), ", ") + ", all)"));
+  FigureScale& s = o.scale;
+  s.tasks.clear();
+  std::stringstream ts(o.tasks);
+  for (std::string t; std::getline(ts, t, ',');) s.tasks.push_back(t);
+  const std::string* size_args[4] = {&o.gpu_cache, &o.cpu_cache, &o.disk_bw, &o.h2d_bw};
+  const char* size_names[4] = {"--gpu-cache", "--cpu-cache", "--disk-bw", "--h2d-bw"};
+  int64_t sizes[4];
+  for (int i = 0; i < 4; ++i) {
+    auto b = ParseBytes(*size_args[i]);
+    if (!b.ok()) return Fail(b.status().WithContext(size_names[i]));
+    sizes[i] = *b;
+  }
+  s.gpu_cache = sizes[0];
+  s.cpu_cache = sizes[1];
+  s.disk_bw = static_cast<double>(sizes[2]);
+  s.h2d_bw = static_cast<double>(sizes[3]);
+
+  std::vector<std::unique_ptr<Model>> models;
+  std::vector<std::unique_ptr<Tokenizer>> toks;
+  std::vector<FigureModel> figure_models;
+  for (const std::string& dir : o.models) {
+    auto tok = Tokenizer::FromFile(dir + "/tokenizer.json");
+    if (!tok.ok()) return Fail(tok.status());
+    auto model = LoadModel(dir, LoadOptions{o.runtime.device, o.runtime.dtype});
+    if (!model.ok()) return Fail(model.status());
+    toks.push_back(std::move(*tok));
+    models.push_back(std::move(*model));
+    figure_models.push_back({dir, models.back().get(), toks.back().get()});
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec) return Fail(Status::Error(o.out + ": cannot create: " + ec.message()));
+  const nlohmann::ordered_json machine = Machine(models[0]->device().is_cuda());
+  FigureRunner runner(figure_models, s, o.data, o.store);
+  for (const std::string& name : names) {
+    const auto start = std::chrono::steady_clock::now();
+    auto fig = runner.Make(name);
+    if (!fig.ok()) return Fail(fig.status().WithContext(name));
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string command = RerunCommand(o, name);
+    nlohmann::ordered_json j = {{"name", fig->name}, {"title", fig->title}, {"paper", fig->paper},
+                                {"command", command}, {"machine", machine}, {"seconds", secs},
+                                {"models", o.models}, {"columns", fig->columns}, {"rows", fig->rows},
+                                {"series", fig->series}, {"notes", fig->notes}};
+    const std::string base = o.out + "/" + name;
+    for (const auto& [path, text] : {std::pair<std::string, std::string>{base + ".json", j.dump(2) + "\n"},
+                                     {base + ".csv", Csv(*fig)},
+                                     {base + ".md", Markdown(*fig, command, machine, secs)}}) {
+      Status w = WriteTextFile(path, text);
+      if (!w.ok()) return Fail(w);
+    }
+    std::cout << Markdown(*fig, command, machine, secs) << "\n";
+    std::cout.flush();
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
+  auto o = std::make_shared<ReproduceOptions>();
+  FigureScale* s = &o->scale;
+  CLI::App* cmd = app.add_subcommand("reproduce", "The paper's figures: NAME.json, .csv and .md per figure under --out");
+  cmd->add_option("names", o->names, "figures: " + Join(FigureRunner::Names(), ", ") + ", or all")->required();
+  cmd->add_option("--model", o->models, "Hugging Face model directory; repeat for fig25 (the others use the first)")
+      ->required();
+  cmd->add_option("--out", o->out, "folder for the figures' files");
+  cmd->add_option("--store", o->store, "folder for the chunk stores (one per model and chunk size)");
+  cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl (make data)");
+  cmd->add_option("--tasks", o->tasks, "tasks of the multi-task figures (comma-separated)");
+  cmd->add_option("--task", s->task, "task of the single-task figures (fig22-25, motivation)");
+  cmd->add_option("--prefixes", s->pool, "prefixes in the pool")->check(CLI::PositiveNumber);
+  cmd->add_option("--prefix-tokens", s->prefix_tokens, "tokens per prefix")->check(CLI::PositiveNumber);
+  cmd->add_option("--requests", s->requests, "measured requests per system")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", s->warmup, "warm-up requests per system")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--gpu-cache", o->gpu_cache, "GPU cache bytes (K/M/G)");
+  cmd->add_option("--cpu-cache", o->cpu_cache, "CPU cache bytes (K/M/G)");
+  cmd->add_option("--disk-bw", o->disk_bw, "cap disk reads at this many bytes/s (0: the real disk)");
+  cmd->add_option("--h2d-bw", o->h2d_bw, "cap host-to-device copies at this many bytes/s (0: none)");
+  cmd->add_option("--docs", s->docs, "documents per task for accuracy (0: all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--shots", s->shots, "few-shot examples for accuracy")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--analysis-docs", s->analysis_docs, "documents for the motivation figures")->check(CLI::PositiveNumber);
+  cmd->add_option("--retention", s->retentions, "fig15's retentions")->delimiter(',')->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--alpha", s->alphas, "fig22's alphas")->delimiter(',')->check(CLI::NonNegativeNumber);
+  cmd->add_option("--chunk", s->chunks, "fig23's chunk sizes")->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--pool", s->pools, "fig24's pool sizes (prefixes)")->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", s->seed, "seed of prefixes, streams and few-shot samples");
+  AddRuntimeFlags(cmd, &o->runtime);
+  commands->push_back({cmd, [o] { return RunReproduce(*o); }});
+}
+
+}  // namespace impress

@@ -1,0 +1,450 @@
+#include "experiment/figures.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "data/task.h"
+#include "data/workload.h"
+#include "experiment/head_analysis.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "select/importance.h"
+
+namespace impress {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// Every system, in the order the ablation adds IMPRESS's parts.
+const std::vector<std::string> kAllSystems = {"recomp", "as", "h2o-lru", "h2o-lfu",
+                                              "impress-itf", "impress-itf-ro", "impress"};
+
+// The paper's TTFT retention: 50% for COPA, 25% for the others.
+double TtftRetention(const std::string& task) { return task == "copa" ? 0.5 : 0.25; }
+
+const ojson& RunOf(const ojson& result, const std::string& system) {
+  for (const auto& r : result["runs"])
+    if (r["system"] == system) return r;
+  static const ojson empty = ojson::object();
+  return empty;
+}
+
+double Ttft(const ojson& result, const std::string& system) {
+  return RunOf(result, system)["ttft_ms"]["mean"].get<double>();
+}
+
+double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+std::string Base(const std::string& dir) {
+  std::string s = std::filesystem::path(dir).lexically_normal().filename().string();
+  return s.empty() ? std::filesystem::path(dir).lexically_normal().parent_path().filename().string() : s;
+}
+
+ojson Key(const std::string& model, const RunConfig& c) {
+  return {{"model", model}, {"task", c.task}, {"systems", c.systems}, {"store", c.store}, {"pool", c.pool},
+          {"prefix_tokens", c.prefix_tokens}, {"requests", c.requests}, {"warmup", c.warmup}, {"chunk", c.chunk},
+          {"gpu", c.gpu_cache}, {"cpu", c.cpu_cache}, {"disk_bw", c.disk_bw}, {"h2d_bw", c.h2d_bw},
+          {"policy", c.policy}, {"kv", c.kv_dtype}, {"retention", c.retention}, {"alpha", c.alpha},
+          {"seed", c.seed}, {"mean", c.mean}, {"spread", c.spread}};
+}
+
+void Status1(const std::string& what) { std::fprintf(stderr, "reproduce: %s\n", what.c_str()); }
+
+}  // namespace
+
+FigureRunner::FigureRunner(std::vector<FigureModel> models, FigureScale scale, std::string data,
+                           std::string store_root)
+    : models_(std::move(models)), scale_(std::move(scale)), data_(std::move(data)), store_root_(std::move(store_root)) {}
+
+const std::vector<std::string>& FigureRunner::Names() {
+  static const std::vector<std::string> names = {
+      "io-share", "head-jaccard", "similarity-ratio", "chunk-importance", "fig15", "fig16", "fig17", "tail",
+      "fig18", "fig19", "fig20", "fig21", "fig22", "fig23", "fig24", "fig25"};
+  return names;
+}
+
+RunConfig FigureRunner::BaseRun(const std::string& task) const {
+  RunConfig c;
+  c.task = task;
+  c.data = data_;
+  c.systems = kAllSystems;
+  c.pool = scale_.pool;
+  c.prefix_tokens = scale_.prefix_tokens;
+  c.requests = scale_.requests;
+  c.warmup = scale_.warmup;
+  c.gpu_cache = scale_.gpu_cache;
+  c.cpu_cache = scale_.cpu_cache;
+  c.disk_bw = scale_.disk_bw;
+  c.h2d_bw = scale_.h2d_bw;
+  c.kv_dtype = scale_.kv_dtype;
+  c.retention = TtftRetention(task);
+  c.seed = scale_.seed;
+  return c;
+}
+
+StatusOr<ojson> FigureRunner::Run(const FigureModel& m, RunConfig c) {
+  c.store = store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk);
+  const std::string key = Key(m.dir, c).dump();
+  auto it = memo_.find(key);
+  if (it != memo_.end()) return it->second;
+  Status1("run " + Base(m.dir) + " " + c.task + ", pool " + std::to_string(c.pool) + ", chunk " +
+          std::to_string(c.chunk) + ", alpha " + std::to_string(c.alpha).substr(0, 4));
+  std::error_code ec;
+  std::filesystem::create_directories(c.store, ec);
+  ASSIGN_OR_RETURN(ojson r, RunSystems(*m.model, *m.tok, c));
+  r["config"]["model"] = m.dir;
+  return memo_[key] = std::move(r);
+}
+
+StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
+  c.data = data_;
+  const std::string key = ojson{{"model", m.dir}, {"tasks", c.tasks}, {"system", c.system}, {"shots", c.shots},
+                                {"limit", c.limit}, {"seed", c.seed}, {"retention", c.retention}, {"alpha", c.alpha}}
+                              .dump();
+  auto it = memo_.find(key);
+  if (it != memo_.end()) return it->second;
+  Status1("eval " + c.system + " retention " + std::to_string(c.retention).substr(0, 4));
+  ASSIGN_OR_RETURN(ojson r, EvalTasks(*m.model, *m.tok, c));
+  return memo_[key] = std::move(r);
+}
+
+StatusOr<ojson> FigureRunner::AllSystems(const std::string& task) { return Run(models_[0], BaseRun(task)); }
+
+StatusOr<Figure> FigureRunner::Make(const std::string& name) {
+  if (name == "fig15") return Fig15();
+  if (name == "fig16" || name == "fig17" || name == "tail" || name == "io-share") return TtftFigure(name);
+  if (name == "fig18") return Fig18();
+  if (name == "fig19") return Fig19();
+  if (name == "fig20") return Fig20();
+  if (name == "fig21") return Fig21();
+  if (name == "fig22") return Fig22();
+  if (name == "fig23") return Fig23();
+  if (name == "fig24") return Fig24();
+  if (name == "fig25") return Fig25();
+  if (name == "head-jaccard" || name == "similarity-ratio" || name == "chunk-importance") return Motivation(name);
+  std::string known;
+  for (const auto& n : Names()) known += (known.empty() ? "" : ", ") + n;
+  return Status::Error("unknown figure '" + name + "' (" + known + ", all)");
+}
+
+StatusOr<Figure> FigureRunner::Fig15() {
+  Figure f;
+  f.name = "fig15";
+  f.title = "Accuracy vs retention";
+  f.paper = "IMPRESS within 1 point of AS+H2O+LRU everywhere, 0.2 points on average";
+  f.columns = {"task", "retention", "recomp", "h2o-lru", "impress-itf", "impress-itf minus h2o-lru (points)"};
+  EvalConfig base;
+  base.tasks = scale_.tasks;
+  base.shots = scale_.shots;
+  base.limit = scale_.docs;
+  base.seed = scale_.seed;
+  ASSIGN_OR_RETURN(ojson recomp, Eval(models_[0], base));
+  double diff_sum = 0;
+  int cells = 0;
+  for (double r : scale_.retentions) {
+    EvalConfig h = base, i = base;
+    h.system = "h2o-lru";
+    i.system = "impress-itf";
+    h.retention = i.retention = r;
+    ASSIGN_OR_RETURN(ojson hr, Eval(models_[0], h));
+    ASSIGN_OR_RETURN(ojson ir, Eval(models_[0], i));
+    for (size_t t = 0; t < scale_.tasks.size(); ++t) {
+      const double a = recomp["results"][t]["acc"], b = hr["results"][t]["acc"], c = ir["results"][t]["acc"];
+      f.rows.push_back({scale_.tasks[t], r, a, b, c, 100 * (c - b)});
+      diff_sum += 100 * (c - b);
+      ++cells;
+    }
+  }
+  f.notes.push_back("mean impress-itf minus h2o-lru: " + std::to_string(cells ? diff_sum / cells : 0).substr(0, 6) +
+                    " points over " + std::to_string(cells) + " cells; " + std::to_string(scale_.docs) +
+                    " documents per task (0: all), " + std::to_string(scale_.shots) + "-shot");
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::TtftFigure(const std::string& name) {
+  Figure f;
+  f.name = name;
+  std::vector<std::string> systems;
+  if (name == "fig16") {
+    f.title = "Mean TTFT per system and task";
+    f.paper = "IMPRESS 1.2x-2.8x lower TTFT than AS+H2O+LFU";
+    f.columns = {"task", "system", "ttft mean ms", "h2o-lfu / system"};
+    systems = {"recomp", "as", "h2o-lru", "h2o-lfu", "impress"};
+  } else if (name == "fig17") {
+    f.title = "Prefix-KV I/O time per system and task";
+    f.paper = "IMPRESS 1.5x-3.8x less I/O time than AS+H2O+LFU";
+    f.columns = {"task", "system", "io mean ms", "MB from disk per request", "h2o-lfu / system (io time)"};
+    systems = {"as", "h2o-lru", "h2o-lfu", "impress"};
+  } else if (name == "tail") {
+    f.title = "p99 TTFT per system";
+    f.paper = "OPT-30B/RTE: ReComp 3.9 s, AS-like 9.3 s, AS+H2O+LRU 6.6 s, AS+H2O+LFU 5.9 s, IMPRESS 2.95 s";
+    f.columns = {"task", "system", "ttft p99 ms", "ttft p50 ms"};
+    systems = {"recomp", "as", "h2o-lru", "h2o-lfu", "impress"};
+  } else {
+    f.title = "I/O share of TTFT when the prefix KV comes from storage (AS)";
+    f.paper = "51%-98% of TTFT is prefix-KV I/O";
+    f.columns = {"task", "ttft mean ms", "io mean ms", "io share"};
+  }
+  for (const std::string& task : scale_.tasks) {
+    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
+    if (name == "io-share") {
+      const ojson& r = RunOf(all, "as");
+      f.rows.push_back({task, r["ttft_ms"]["mean"], r["io_ms"]["mean"], r["io_share"]});
+      continue;
+    }
+    const double base_ttft = Ttft(all, "h2o-lfu");
+    const double base_io = RunOf(all, "h2o-lfu")["io_ms"]["mean"].get<double>();
+    for (const std::string& s : systems) {
+      const ojson& r = RunOf(all, s);
+      const double ttft = r["ttft_ms"]["mean"], io = r["io_ms"]["mean"];
+      const double disk_mb = r["bytes_read"]["disk"].get<double>() / 1e6 / std::max(1, r["requests"].get<int>());
+      if (name == "fig16") f.rows.push_back({task, s, ttft, Ratio(base_ttft, ttft)});
+      if (name == "fig17") f.rows.push_back({task, s, io, disk_mb, Ratio(base_io, io)});
+      if (name == "tail") f.rows.push_back({task, s, r["ttft_ms"]["p99"], r["ttft_ms"]["p50"]});
+    }
+  }
+  if (scale_.disk_bw > 0)
+    f.notes.push_back("disk reads capped at " + std::to_string(scale_.disk_bw / (1 << 20)).substr(0, 5) +
+                      " MiB/s and host-to-device copies at " + std::to_string(scale_.h2d_bw / (1 << 20)).substr(0, 5) +
+                      " MiB/s (the GPU tier is emulated in host memory on a CPU-only machine)");
+  f.notes.push_back("retention 50% on COPA, 25% elsewhere, as in the paper");
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Fig18() {
+  Figure f;
+  f.name = "fig18";
+  f.title = "Ablation: AS+H2O+LFU, +ITF, +RO, All";
+  f.paper = "each step lowers TTFT; the steps' shares vary by model and task";
+  f.columns = {"task", "step", "system", "ttft mean ms", "ttft p99 ms", "share of the total reduction"};
+  const std::vector<std::pair<std::string, std::string>> steps = {
+      {"AS+H2O+LFU", "h2o-lfu"}, {"+ITF", "impress-itf"}, {"+RO", "impress-itf-ro"}, {"All (+score cache)", "impress"}};
+  for (const std::string& task : scale_.tasks) {
+    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
+    const double total = Ttft(all, "h2o-lfu") - Ttft(all, "impress");
+    double prev = Ttft(all, "h2o-lfu");
+    for (const auto& [step, s] : steps) {
+      const ojson& r = RunOf(all, s);
+      const double t = r["ttft_ms"]["mean"];
+      f.rows.push_back({task, step, s, t, r["ttft_ms"]["p99"], s == "h2o-lfu" ? 0.0 : Ratio(prev - t, total)});
+      prev = t;
+    }
+  }
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Fig19() {
+  Figure f;
+  f.name = "fig19";
+  f.title = "Per-layer share of the prefix's KV chunks loaded with ITF";
+  f.paper = "varies by layer; under 20% of layers fall back";
+  f.columns = {"task", "mean load ratio", "min", "max", "fallback share", "layers that fell back in >50% of requests"};
+  for (const std::string& task : scale_.tasks) {
+    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
+    const ojson& r = RunOf(all, "impress-itf");
+    std::vector<double> load = r["layer_kv_load_ratio"], fb = r["layer_fallback_share"];
+    double sum = 0, lo = 1, hi = 0;
+    int often = 0;
+    for (size_t l = 0; l < load.size(); ++l) {
+      sum += load[l];
+      lo = std::min(lo, load[l]);
+      hi = std::max(hi, load[l]);
+      often += fb[l] > 0.5;
+    }
+    f.rows.push_back({task, load.empty() ? 0 : sum / load.size(), lo, hi, r["fallback_share"], often});
+    f.series[task] = {{"layer_kv_load_ratio", load}, {"layer_fallback_share", fb}};
+  }
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Fig20() {
+  Figure f;
+  f.name = "fig20";
+  f.title = "K/V chunks read per request, without and with reordering";
+  f.paper = "1.2x fewer chunks with RO";
+  f.columns = {"task", "impress-itf", "impress-itf-ro", "without / with RO"};
+  for (const std::string& task : scale_.tasks) {
+    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
+    const double a = RunOf(all, "impress-itf")["kv_chunks_per_request"], b = RunOf(all, "impress-itf-ro")["kv_chunks_per_request"];
+    f.rows.push_back({task, a, b, Ratio(a, b)});
+  }
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Fig21() {
+  Figure f;
+  f.name = "fig21";
+  f.title = "GPU hit rate of the K/V chunks read: LFU vs score-based cache";
+  f.paper = "68% (LFU) -> 80% (score-based)";
+  f.columns = {"task", "LFU (impress-itf-ro)", "score (impress)", "all loads LFU", "all loads score"};
+  for (const std::string& task : scale_.tasks) {
+    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
+    const ojson &a = RunOf(all, "impress-itf-ro"), &b = RunOf(all, "impress");
+    f.rows.push_back({task, a["kv_hit_gpu"], b["kv_hit_gpu"], a["hit_rate"]["gpu"], b["hit_rate"]["gpu"]});
+  }
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Fig22() {
+  Figure f;
+  f.name = "fig22";
+  f.title = "Threshold exponent alpha: TTFT, KV loaded and accuracy";
+  f.paper = "larger alpha: less loaded, lower TTFT, slightly lower accuracy; 0.6 balances";
+  f.columns = {"alpha", "ttft mean ms", "KV chunks/req", "fallback share", "acc (eval)"};
+  for (double alpha : scale_.alphas) {
+    RunConfig c = BaseRun(scale_.task);
+    c.systems = {"impress"};
+    c.alpha = alpha;
+    ASSIGN_OR_RETURN(ojson run, Run(models_[0], c));
+    EvalConfig e;
+    e.tasks = {scale_.task};
+    e.system = "impress-itf";
+    e.shots = scale_.shots;
+    e.limit = scale_.docs;
+    e.seed = scale_.seed;
+    e.retention = c.retention;
+    e.alpha = alpha;
+    ASSIGN_OR_RETURN(ojson ev, Eval(models_[0], e));
+    const ojson& r = RunOf(run, "impress");
+    f.rows.push_back({alpha, r["ttft_ms"]["mean"], r["kv_chunks_per_request"], r["fallback_share"],
+                      ev["results"][0]["acc"]});
+  }
+  f.notes.push_back("task " + scale_.task + "; accuracy from eval on " + std::to_string(scale_.docs) + " documents");
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Fig23() {
+  Figure f;
+  f.name = "fig23";
+  f.title = "Chunk size: TTFT of AS+H2O+LFU and IMPRESS";
+  f.paper = "IMPRESS 2.2x-2.4x faster than the baseline at every chunk size (16-256)";
+  f.columns = {"chunk tokens", "h2o-lfu ttft ms", "impress ttft ms", "speedup", "impress KV chunks/req"};
+  for (int chunk : scale_.chunks) {
+    RunConfig c = BaseRun(scale_.task);
+    c.systems = {"h2o-lfu", "impress"};
+    c.chunk = chunk;
+    ASSIGN_OR_RETURN(ojson run, Run(models_[0], c));
+    const double a = Ttft(run, "h2o-lfu"), b = Ttft(run, "impress");
+    f.rows.push_back({chunk, a, b, Ratio(a, b), RunOf(run, "impress")["kv_chunks_per_request"]});
+  }
+  f.notes.push_back("task " + scale_.task);
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Fig24() {
+  Figure f;
+  f.name = "fig24";
+  f.title = "Prefix pool size: TTFT of AS+H2O+LFU and IMPRESS";
+  f.paper = "1.2x-2.0x faster across pools of 65-400 GB";
+  f.columns = {"pool prefixes", "pool MB (KV)", "h2o-lfu ttft ms", "impress ttft ms", "speedup"};
+  for (int pool : scale_.pools) {
+    RunConfig c = BaseRun(scale_.task);
+    c.systems = {"h2o-lfu", "impress"};
+    c.pool = pool;
+    ASSIGN_OR_RETURN(ojson run, Run(models_[0], c));
+    const double a = Ttft(run, "h2o-lfu"), b = Ttft(run, "impress");
+    const double mb = double(pool) * c.prefix_tokens * run["config"]["kv_bytes_per_token"].get<double>() / 1e6;
+    f.rows.push_back({pool, mb, a, b, Ratio(a, b)});
+  }
+  f.notes.push_back("task " + scale_.task + "; caches fixed while the pool grows");
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Fig25() {
+  Figure f;
+  f.name = "fig25";
+  f.title = "Model types: TTFT of AS, AS+H2O+LFU and IMPRESS";
+  f.paper = "Llama2-7B, Llama2-13B: IMPRESS 1.7x-2.7x faster";
+  f.columns = {"model", "system", "ttft mean ms", "h2o-lfu / system"};
+  for (const FigureModel& m : models_) {
+    RunConfig c = BaseRun(scale_.task);
+    c.systems = {"as", "h2o-lfu", "impress"};
+    ASSIGN_OR_RETURN(ojson run, Run(m, c));
+    for (const std::string& s : c.systems)
+      f.rows.push_back({Base(m.dir), s, Ttft(run, s), Ratio(Ttft(run, "h2o-lfu"), Ttft(run, s))});
+  }
+  f.notes.push_back("task " + scale_.task + "; every --model given");
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
+  const FigureModel& m = models_[0];
+  const std::string key = "analysis " + m.dir + " " + scale_.task;
+  if (!memo_.count(key)) {
+    const TaskSpec* task = FindTask(scale_.task);
+    if (task == nullptr) return Status::Error("--task: unknown task '" + scale_.task + "'");
+    ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(data_, *task, task->train_split)));
+    ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadSplit(*task, SplitPath(data_, *task, task->eval_split)));
+    PrefixPoolOptions po{1, scale_.prefix_tokens, scale_.seed};
+    ASSIGN_OR_RETURN(std::vector<PooledPrefix> pool, BuildPrefixPool(train, *m.tok, po));
+    docs.resize(std::min<size_t>(docs.size(), scale_.analysis_docs));
+    HeadAnalysisOptions o;
+    o.retention = TtftRetention(scale_.task);
+    Status1("head analysis " + scale_.task);
+    ASSIGN_OR_RETURN(HeadAnalysis a, AnalyzeHeads(*m.model, *m.tok, pool[0].text, docs, o));
+    memo_[key] = {{"layers", a.layers}, {"heads", a.heads}, {"docs", a.docs}, {"prefix_tokens", a.prefix_tokens},
+                  {"retention", o.retention}, {"chunk_tokens", o.chunk_tokens}, {"probe_heads", o.probe_heads},
+                  {"retentions", o.retentions}, {"jaccard", a.jaccard}, {"all_heads", a.all_heads},
+                  {"probe", a.probe_heads}, {"random", a.random}, {"histogram", a.histogram},
+                  {"chunks_read", a.chunks_read}, {"important_share_mean", a.important_share_mean}};
+  }
+  const ojson& a = memo_[key];
+  Figure f;
+  f.name = name;
+  const std::string scope = "task " + scale_.task + ", one " + std::to_string(a["prefix_tokens"].get<int>()) +
+                            "-token prefix, " + std::to_string(a["docs"].get<int>()) + " documents";
+  f.notes.push_back(scope);
+  if (name == "head-jaccard") {
+    f.title = "Jaccard index between heads' important-token sets, per layer (observation 1)";
+    f.paper = "heads of a layer agree on important tokens far more than random sets do";
+    f.columns = {"layer", "mean pairwise Jaccard (all heads)", "probe heads", "random sets"};
+    const int h = a["heads"];
+    const int64_t n = a["prefix_tokens"];
+    const double kn = double(RetainedTokens(a["retention"].get<double>(), n)) / n;
+    const double rnd = kn / (2 - kn);
+    for (int l = 0; l < a["layers"].get<int>(); ++l) {
+      std::vector<double> m2 = a["jaccard"][l];
+      double all = 0, probe = 0;
+      int np = 0;
+      for (int i = 0; i < h; ++i)
+        for (int j = 0; j < h; ++j) {
+          if (i == j) continue;
+          all += m2[i * h + j];
+          if (i < a["probe_heads"].get<int>() && j < a["probe_heads"].get<int>()) probe += m2[i * h + j], ++np;
+        }
+      f.rows.push_back({l, all / (h * (h - 1)), np ? probe / np : 1.0, rnd});
+    }
+    f.series = {{"heads", h}, {"retention", a["retention"]}, {"jaccard", a["jaccard"]}};
+  } else if (name == "similarity-ratio") {
+    f.title = "Head similarity vs selection ratio (observation 2)";
+    f.paper = "similarity rises with the selection ratio, as does the random baseline; the threshold tracks it";
+    f.columns = {"selection ratio", "all heads", "probe heads", "random sets", "threshold (alpha 0.6)"};
+    for (size_t i = 0; i < a["retentions"].size(); ++i) {
+      const double rnd = a["random"][i];
+      f.rows.push_back({a["retentions"][i], a["all_heads"][i], a["probe"][i], rnd, std::pow(rnd, 0.6)});
+    }
+  } else {
+    f.title = "Important share of each chunk read (read amplification)";
+    f.paper = "46% of the KV in chunks read is important (2.2x read amplification)";
+    f.columns = {"important share of the chunk", "chunks", "fraction of chunks read"};
+    const double n = a["chunks_read"].get<double>();
+    for (int i = 0; i < 10; ++i) {
+      char label[32];
+      std::snprintf(label, sizeof label, "(%.1f, %.1f]", i / 10.0, (i + 1) / 10.0);
+      const int64_t c = a["histogram"][i];
+      f.rows.push_back({label, c, n > 0 ? c / n : 0});
+    }
+    const double mean = a["important_share_mean"];
+    f.notes.push_back("mean important share " + std::to_string(mean).substr(0, 5) + " => read amplification " +
+                      std::to_string(mean > 0 ? 1 / mean : 0).substr(0, 4) + "x at retention " +
+                      std::to_string(a["retention"].get<double>()).substr(0, 4) + ", " +
+                      std::to_string(a["chunk_tokens"].get<int>()) + "-token chunks");
+    f.series = {{"important_share_mean", mean}, {"histogram", a["histogram"]}};
+  }
+  return f;
+}
+
+}  // namespace impress

@@ -1,0 +1,98 @@
+// The paper's figures as experiments: each driver runs what its figure
+// measures (through RunSystems, EvalTasks or AnalyzeHeads) at a scale the
+// caller sets, and returns a table plus the series a plot needs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "experiment/eval_tasks.h"
+#include "experiment/run_systems.h"
+
+namespace impress {
+
+class Model;
+class Tokenizer;
+
+// How big the experiments are. The defaults finish each figure in minutes on
+// two CPU cores with SmolLM2-135M; the paper's scale is in the comments.
+struct FigureScale {
+  std::vector<std::string> tasks = {"piqa", "rte", "copa", "openbookqa"};  // multi-task figures
+  std::string task = "piqa";        // single-task figures (paper: RTE, COPA, OpenBookQA)
+  int pool = 8;                     // prefixes (paper: tens of GB of prefix KV)
+  int prefix_tokens = 1024;         // per prefix (paper: 4.8K-5.7K on average)
+  int requests = 16, warmup = 8;    // measured and warm-up requests per system
+  int64_t gpu_cache = 16 << 20, cpu_cache = 32 << 20;  // paper: 10 GB, 32 GB
+  double disk_bw = 128.0 * (1 << 20), h2d_bw = 640.0 * (1 << 20);  // emulated; 0: the real device
+  int docs = 40;                    // documents per task for accuracy (0: all)
+  int shots = 5;                    // few-shot examples for accuracy
+  int analysis_docs = 16;           // documents for the motivation measurements
+  std::vector<double> retentions = {0.5, 0.25, 0.1, 0.05};  // Fig. 15
+  std::vector<double> alphas = {0, 0.3, 0.6, 1, 2};        // Fig. 22
+  std::vector<int> chunks = {16, 32, 64, 128, 256};        // Fig. 23
+  std::vector<int> pools = {4, 8, 16, 32};                 // Fig. 24
+  std::string kv_dtype = "float16";
+  uint64_t seed = 1234;
+};
+
+// A model the figures run on (Fig. 25 runs every one given).
+struct FigureModel {
+  std::string dir;
+  Model* model;
+  const Tokenizer* tok;
+};
+
+struct Figure {
+  std::string name, title;
+  std::string paper;                 // the paper's claim for this figure
+  std::vector<std::string> columns;
+  std::vector<std::vector<nlohmann::json>> rows;
+  nlohmann::ordered_json series = nlohmann::ordered_json::object();  // what the plot draws beyond rows
+  nlohmann::ordered_json notes = nlohmann::ordered_json::array();    // how to read it at this scale
+};
+
+// Runs the experiments figures share once per configuration.
+class FigureRunner {
+ public:
+  // Stores live under store_root, one folder per model and chunk size.
+  FigureRunner(std::vector<FigureModel> models, FigureScale scale, std::string data, std::string store_root);
+
+  // Figure names, in the order `all` runs them.
+  static const std::vector<std::string>& Names();
+  // One figure; errors: an unknown name, or what its experiments return.
+  StatusOr<Figure> Make(const std::string& name);
+
+  const FigureScale& scale() const { return scale_; }
+
+ private:
+  StatusOr<nlohmann::ordered_json> Run(const FigureModel& m, RunConfig c);
+  StatusOr<nlohmann::ordered_json> Eval(const FigureModel& m, EvalConfig c);
+  RunConfig BaseRun(const std::string& task) const;
+  // Every system over `task` at the base configuration (shared by Fig. 16-21).
+  StatusOr<nlohmann::ordered_json> AllSystems(const std::string& task);
+
+  StatusOr<Figure> Fig15();
+  StatusOr<Figure> TtftFigure(const std::string& name);  // fig16, fig17, tail, io-share
+  StatusOr<Figure> Fig18();
+  StatusOr<Figure> Fig19();
+  StatusOr<Figure> Fig20();
+  StatusOr<Figure> Fig21();
+  StatusOr<Figure> Fig22();
+  StatusOr<Figure> Fig23();
+  StatusOr<Figure> Fig24();
+  StatusOr<Figure> Fig25();
+  StatusOr<Figure> Motivation(const std::string& name);  // head-jaccard, similarity-ratio, chunk-importance
+
+  std::vector<FigureModel> models_;
+  FigureScale scale_;
+  std::string data_, store_root_;
+  std::map<std::string, nlohmann::ordered_json> memo_;
+};
+
+}  // namespace impress
