@@ -11,7 +11,7 @@ TORCH_CMAKE := $(shell $(PYTHON) -c "import importlib.util,os;s=importlib.util.f
 PREFIX   := $(if $(LIBTORCH),$(LIBTORCH),$(TORCH_CMAKE))
 GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 
-.PHONY: setup build test tsan asan bench demo model data fixtures clean help
+.PHONY: setup build test tsan asan bench demo model data fixtures reproduce figures clean help
 
 help:
 	@echo "make setup   install dependencies, prepare $(MODEL) and data/ (once per machine)"
@@ -19,6 +19,8 @@ help:
 	@echo "make tsan    the tests under ThreadSanitizer (make asan: AddressSanitizer + UBSan)"
 	@echo "make bench   prefill vs transformers; store read bandwidth vs fio"
 	@echo "make demo    run the main job on the default model"
+	@echo "make reproduce  every paper figure on $(MODEL) at the reduced scale (docs/reproduce.md), then make figures"
+	@echo "make figures    draw results/figures/*.png from their JSON"
 
 setup:
 	bash scripts/setup.sh
@@ -74,6 +76,19 @@ demo: build model data
 	$(BUILD)/impress info --model $(MODEL)
 	$(BUILD)/impress generate --model $(MODEL) --prompt "The capital of France is" -n 20
 	$(BUILD)/impress eval --model $(MODEL) --task copa --shots 5 --limit 50
+
+# The paper's figures at the reduced scale of docs/reproduce.md (about half
+# an hour on two cores); FIGURES=fig16,fig18 picks some, STORE the stores.
+FIGURES ?= all
+STORE   ?= stores
+reproduce: build model data
+	$(BUILD)/impress reproduce $(subst $(comma), ,$(FIGURES)) --model $(MODEL) --out results/figures --store $(STORE)
+	$(MAKE) figures
+
+figures:
+	$(PYTHON) scripts/plot.py results/figures
+
+comma := ,
 
 clean:
 	rm -rf $(BUILD)

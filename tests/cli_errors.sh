@@ -66,6 +66,10 @@ m=$(mkmodel notok); rm "$m/tokenizer.json"
 expect "missing tokenizer" "$m/tokenizer.json: cannot open" -- generate --model "$m" --prompt hi -n 1
 expect "too-long prompt" "longer than the model's context of 2048" -- generate --model "$src" --prompt hi -n 5000
 expect "invalid UTF-8" "--text: input text is not valid UTF-8" -- tokenize --model "$src" --text $'\xc3\x28'
+expect "unknown figure" "unknown figure 'fig99'" -- reproduce fig99 --model "$src"
+expect "missing expected numbers" "$tmp/none.json: cannot read" -- regress --model "$src" --expected "$tmp/none.json"
+echo '{"config": ' >"$tmp/bad.json"
+expect "malformed expected numbers" "$tmp/bad.json: not JSON" -- regress --model "$src" --expected "$tmp/bad.json"
 
 echo "cli_errors: $passed passed, $failures failed"
 [ "$failures" -eq 0 ]

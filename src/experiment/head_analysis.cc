@@ -32,14 +32,6 @@ class ImportanceTap final : public KvProvider {
   std::function<void(int, const at::Tensor&)> observe_;
 };
 
-// Pairwise Jaccard indices of the rows' top-k sets: [H, H].
-at::Tensor JaccardMatrix(const at::Tensor& importance, int64_t k) {
-  at::Tensor sets = TopKSets(importance, k);
-  at::Tensor mask = at::zeros_like(importance).scatter_(1, sets, 1.0);
-  at::Tensor inter = at::matmul(mask, mask.t());
-  return inter / (2.0 * k - inter);
-}
-
 double MeanOffDiagonal(const at::Tensor& m, int64_t n) {
   if (n < 2) return 1.0;
   at::Tensor sub = m.slice(0, 0, n).slice(1, 0, n);
@@ -47,6 +39,13 @@ double MeanOffDiagonal(const at::Tensor& m, int64_t n) {
 }
 
 }  // namespace
+
+at::Tensor PairwiseJaccard(const at::Tensor& importance, int64_t k) {
+  at::Tensor sets = TopKSets(importance, k);
+  at::Tensor mask = at::zeros(importance.sizes(), at::kFloat).scatter_(1, sets.cpu(), 1.0f);
+  at::Tensor inter = at::matmul(mask, mask.t());  // |A ∩ B|; |A ∪ B| = 2k - |A ∩ B|
+  return inter / (2.0 * k - inter);
+}
 
 StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const std::string& prefix,
                                     const std::vector<Doc>& docs, const HeadAnalysisOptions& o) {
@@ -85,10 +84,10 @@ StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const st
   auto observe = [&](int layer, const at::Tensor& imp_in) {
     at::Tensor imp = imp_in.to(at::kCPU, at::kFloat);
     const int64_t k = RetainedTokens(o.retention, p);
-    at::Tensor j = JaccardMatrix(imp, k);
+    at::Tensor j = PairwiseJaccard(imp, k);
     heat[layer] = heat[layer].defined() ? heat[layer] + j : j;
     for (size_t i = 0; i < nr; ++i) {
-      at::Tensor jr = JaccardMatrix(imp, RetainedTokens(o.retentions[i], p));
+      at::Tensor jr = PairwiseJaccard(imp, RetainedTokens(o.retentions[i], p));
       a.all_heads[i] += MeanOffDiagonal(jr, a.heads);
       a.probe_heads[i] += MeanOffDiagonal(jr, std::min<int64_t>(o.probe_heads, a.heads));
     }

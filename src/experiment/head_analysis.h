@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <ATen/core/Tensor.h>
+
 #include "common/status.h"
 #include "data/task.h"
 
@@ -41,6 +43,10 @@ struct HeadAnalysis {
   int64_t chunks_read = 0;
   double important_share_mean = 0;  // over chunks read
 };
+
+// Jaccard index of every pair of rows' top-k sets of `importance` [H, P]:
+// [H, H] fp32, 1 on the diagonal.
+at::Tensor PairwiseJaccard(const at::Tensor& importance, int64_t k);
 
 // Runs `prefix` once, then each document behind it, and measures every
 // layer's importance of the prefix tokens for the document's tokens.

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Draws each figure `impress reproduce` wrote as a PNG beside its JSON.
+
+Usage: scripts/plot.py [DIR or FILE.json ...]   (default: results/figures)
+
+Every FILE.json becomes FILE.png. The JSON is the only input: its "columns"
+and "rows" are the figure's table, "series" what a table cannot hold (per-layer
+arrays, the head-by-head Jaccard matrices).
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def col(fig, name):
+    return fig["columns"].index(name)
+
+
+def grouped_bars(ax, fig, group, series, value, ylabel):
+    """Bars of `value`, one group per distinct `group` cell, one bar per `series` cell."""
+    g, s, v = col(fig, group), col(fig, series), col(fig, value)
+    groups = list(dict.fromkeys(r[g] for r in fig["rows"]))
+    names = list(dict.fromkeys(r[s] for r in fig["rows"]))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        xs, ys = [], []
+        for j, grp in enumerate(groups):
+            for r in fig["rows"]:
+                if r[g] == grp and r[s] == name:
+                    xs.append(j + i * width)
+                    ys.append(r[v])
+        ax.bar(xs, ys, width, label=str(name))
+    ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(groups))])
+    ax.set_xticklabels([str(x) for x in groups])
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+
+
+def wide_bars(ax, fig, group, values, ylabel):
+    """Bars of several columns side by side, one group per row."""
+    g = col(fig, group)
+    width = 0.8 / len(values)
+    for i, name in enumerate(values):
+        v = col(fig, name)
+        ax.bar([j + i * width for j in range(len(fig["rows"]))], [r[v] for r in fig["rows"]], width, label=name)
+    ax.set_xticks([j + width * (len(values) - 1) / 2 for j in range(len(fig["rows"]))])
+    ax.set_xticklabels([str(r[g]) for r in fig["rows"]])
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+
+
+def lines(ax, fig, x, ys, ylabel, logx=False):
+    xi = col(fig, x)
+    for name in ys:
+        yi = col(fig, name)
+        ax.plot([r[xi] for r in fig["rows"]], [r[yi] for r in fig["rows"]], marker="o", label=name)
+    if logx:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(x)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+
+
+def plot_fig15(fig):
+    tasks = list(dict.fromkeys(r[0] for r in fig["rows"]))
+    f, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 3.4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        rows = sorted((r for r in fig["rows"] if r[0] == task), key=lambda r: r[1])
+        xs = [r[1] for r in rows]
+        for i, name in [(2, "recomp"), (3, "h2o-lru"), (4, "impress-itf")]:
+            ax.plot(xs, [r[i] for r in rows], marker="o", label=name)
+        ax.set_xscale("log")
+        ax.set_title(task)
+        ax.set_xlabel("retention")
+        ax.set_ylabel("accuracy")
+        ax.legend(fontsize=7)
+    return f
+
+
+def plot_head_jaccard(fig):
+    s = fig["series"]
+    mats, h = s["jaccard"], s["heads"]
+    layers = len(mats)
+    picks = sorted(set([0, layers // 4, layers // 2, 3 * layers // 4, layers - 1]))
+    f, axes = plt.subplots(1, len(picks) + 1, figsize=(3.2 * (len(picks) + 1), 3.2))
+    for ax, l in zip(axes, picks):
+        im = ax.imshow([mats[l][i * h:(i + 1) * h] for i in range(h)], vmin=0, vmax=1, cmap="viridis")
+        ax.set_title(f"layer {l}")
+        ax.set_xlabel("head")
+        ax.set_ylabel("head")
+    f.colorbar(im, ax=axes[-2])
+    ax = axes[-1]
+    lines(ax, fig, "layer", ["mean pairwise Jaccard (all heads)", "probe heads", "random sets"], "Jaccard")
+    return f
+
+
+def plot_chunk_importance(fig):
+    f, ax = plt.subplots(figsize=(6, 3.4))
+    ax.bar(range(len(fig["rows"])), [r[2] for r in fig["rows"]])
+    ax.set_xticks(range(len(fig["rows"])))
+    ax.set_xticklabels([r[0] for r in fig["rows"]], rotation=45, fontsize=7)
+    ax.set_xlabel("important share of a chunk read")
+    ax.set_ylabel("fraction of chunks read")
+    return f
+
+
+def plot_fig19(fig):
+    f, ax = plt.subplots(figsize=(7, 3.4))
+    for task, s in fig["series"].items():
+        ax.plot(s["layer_kv_load_ratio"], marker=".", label=f"{task} load ratio")
+        ax.plot(s["layer_fallback_share"], linestyle=":", label=f"{task} fallback")
+    ax.set_xlabel("layer")
+    ax.set_ylabel("share")
+    ax.legend(fontsize=6, ncol=2)
+    return f
+
+
+def plot_fig22(fig):
+    f, ax = plt.subplots(figsize=(6, 3.4))
+    lines(ax, fig, "alpha", ["ttft mean ms"], "TTFT ms")
+    ax2 = ax.twinx()
+    ai = col(fig, "acc (eval)")
+    ax2.plot([r[0] for r in fig["rows"]], [r[ai] for r in fig["rows"]], color="C3", marker="s", label="accuracy")
+    ax2.set_ylabel("accuracy")
+    ax2.legend(fontsize=7, loc="lower right")
+    return f
+
+
+def one_axis(draw):
+    def make(fig):
+        f, ax = plt.subplots(figsize=(7, 3.4))
+        draw(ax, fig)
+        return f
+    return make
+
+
+PLOTS = {
+    "io-share": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["io share"], "I/O share of TTFT (as)")),
+    "head-jaccard": plot_head_jaccard,
+    "similarity-ratio": one_axis(lambda ax, fig: lines(
+        ax, fig, "selection ratio", ["all heads", "probe heads", "random sets", "threshold (alpha 0.6)"], "Jaccard")),
+    "chunk-importance": plot_chunk_importance,
+    "fig15": plot_fig15,
+    "fig16": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft mean ms", "mean TTFT ms")),
+    "fig17": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "io mean ms", "I/O time ms")),
+    "tail": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft p99 ms", "p99 TTFT ms")),
+    "fig18": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "step", "ttft mean ms", "mean TTFT ms")),
+    "fig19": plot_fig19,
+    "fig20": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["impress-itf", "impress-itf-ro"], "K/V chunks per request")),
+    "fig21": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["LFU (impress-itf-ro)", "score (impress)"], "GPU hit rate")),
+    "fig22": plot_fig22,
+    "fig23": one_axis(lambda ax, fig: lines(ax, fig, "chunk tokens", ["h2o-lfu ttft ms", "impress ttft ms"], "mean TTFT ms", logx=True)),
+    "fig24": one_axis(lambda ax, fig: lines(ax, fig, "pool prefixes", ["h2o-lfu ttft ms", "impress ttft ms"], "mean TTFT ms", logx=True)),
+    "fig25": one_axis(lambda ax, fig: grouped_bars(ax, fig, "model", "system", "ttft mean ms", "mean TTFT ms")),
+}
+
+
+def plot(path):
+    with open(path) as f:
+        fig = json.load(f)
+    draw = PLOTS.get(fig.get("name"))
+    if draw is None:
+        print(f"{path}: no plot for figure '{fig.get('name')}'", file=sys.stderr)
+        return False
+    figure = draw(fig)
+    figure.suptitle(f"{fig['name']}: {fig['title']}", fontsize=9)
+    figure.tight_layout()
+    out = os.path.splitext(path)[0] + ".png"
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+    print(out)
+    return True
+
+
+def main(args):
+    paths = []
+    for a in args or ["results/figures"]:
+        if os.path.isdir(a):
+            paths += sorted(os.path.join(a, n) for n in os.listdir(a) if n.endswith(".json"))
+        else:
+            paths.append(a)
+    if not paths:
+        print("no figure JSON found: run `impress reproduce` first", file=sys.stderr)
+        return 1
+    ok = all([plot(p) for p in paths])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
