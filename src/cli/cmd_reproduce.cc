@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "common/units.h"
 #include "experiment/figures.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -28,7 +27,7 @@ struct ReproduceOptions {
   std::vector<std::string> models;
   std::string out = "results/figures", store = "stores", data = "data";
   std::string tasks = "piqa,rte,copa,openbookqa";
-  std::string gpu_cache = "16M", cpu_cache = "32M", disk_bw = "128M", h2d_bw = "640M";
+  TierFlags tiers{"16M", "32M", "128M", "640M"};
   FigureScale scale;
   RuntimeFlags runtime;
 };
@@ -80,8 +79,8 @@ std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
   for (const auto& m : o.models) c << " --model " << m;
   c << " --out " << o.out << " --store " << o.store << " --tasks " << o.tasks << " --task " << s.task
     << " --prefixes " << s.pool << " --prefix-tokens " << s.prefix_tokens << " --requests " << s.requests
-    << " --warmup " << s.warmup << " --gpu-cache " << o.gpu_cache << " --cpu-cache " << o.cpu_cache
-    << " --disk-bw " << o.disk_bw << " --h2d-bw " << o.h2d_bw << " --docs " << s.docs << " --shots " << s.shots
+    << " --warmup " << s.warmup << " --gpu-cache " << o.tiers.gpu_cache << " --cpu-cache "
+    << o.tiers.cpu_cache << " --disk-bw " << o.tiers.disk_bw << " --h2d-bw " << o.tiers.h2d_bw << " --docs " << s.docs << " --shots " << s.shots
     << " --analysis-docs " << s.analysis_docs << " --retention " << JoinNum(s.retentions) << " --alpha "
     << JoinNum(s.alphas) << " --chunk " << JoinNum(s.chunks) << " --pool " << JoinNum(s.pools) << " --seed "
     << s.seed;
@@ -164,18 +163,8 @@ int RunReproduce(ReproduceOptions o) {
   s.tasks.clear();
   std::stringstream ts(o.tasks);
   for (std::string t; std::getline(ts, t, ',');) s.tasks.push_back(t);
-  const std::string* size_args[4] = {&o.gpu_cache, &o.cpu_cache, &o.disk_bw, &o.h2d_bw};
-  const char* size_names[4] = {"--gpu-cache", "--cpu-cache", "--disk-bw", "--h2d-bw"};
-  int64_t sizes[4];
-  for (int i = 0; i < 4; ++i) {
-    auto b = ParseBytes(*size_args[i]);
-    if (!b.ok()) return Fail(b.status().WithContext(size_names[i]));
-    sizes[i] = *b;
-  }
-  s.gpu_cache = sizes[0];
-  s.cpu_cache = sizes[1];
-  s.disk_bw = static_cast<double>(sizes[2]);
-  s.h2d_bw = static_cast<double>(sizes[3]);
+  Status parsed = o.tiers.Parse(&s.gpu_cache, &s.cpu_cache, &s.disk_bw, &s.h2d_bw);
+  if (!parsed.ok()) return Fail(parsed);
 
   std::vector<std::unique_ptr<Model>> models;
   std::vector<std::unique_ptr<Tokenizer>> toks;
@@ -235,10 +224,7 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--prefix-tokens", s->prefix_tokens, "tokens per prefix")->check(CLI::PositiveNumber);
   cmd->add_option("--requests", s->requests, "measured requests per system")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", s->warmup, "warm-up requests per system")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--gpu-cache", o->gpu_cache, "GPU cache bytes (K/M/G)");
-  cmd->add_option("--cpu-cache", o->cpu_cache, "CPU cache bytes (K/M/G)");
-  cmd->add_option("--disk-bw", o->disk_bw, "cap disk reads at this many bytes/s (0: the real disk)");
-  cmd->add_option("--h2d-bw", o->h2d_bw, "cap host-to-device copies at this many bytes/s (0: none)");
+  o->tiers.Add(cmd);
   cmd->add_option("--docs", s->docs, "documents per task for accuracy (0: all)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--shots", s->shots, "few-shot examples for accuracy")->check(CLI::NonNegativeNumber);
   cmd->add_option("--analysis-docs", s->analysis_docs, "documents for the motivation figures")->check(CLI::PositiveNumber);

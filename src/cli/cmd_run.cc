@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "common/units.h"
 #include "engine/request.h"
 #include "experiment/run_systems.h"
 #include "experiment/sweep.h"
@@ -17,7 +16,7 @@ namespace {
 
 struct RunOptions {
   std::string model, systems = "recomp,as";
-  std::string gpu_cache = "64M", cpu_cache = "128M", disk_bw = "0", h2d_bw = "0";
+  TierFlags tiers{"64M", "128M"};
   RunConfig config;
   SweepAxes axes;
   bool no_prefetch = false;
@@ -41,18 +40,8 @@ int RunRun(RunOptions o) {
     auto s = ParseSystem(name, 1.0, 0.0);
     if (!s.ok()) return Fail(s.status());
   }
-  const std::string* size_args[4] = {&o.gpu_cache, &o.cpu_cache, &o.disk_bw, &o.h2d_bw};
-  const char* size_names[4] = {"--gpu-cache", "--cpu-cache", "--disk-bw", "--h2d-bw"};
-  int64_t sizes[4];
-  for (int i = 0; i < 4; ++i) {
-    auto b = ParseBytes(*size_args[i]);
-    if (!b.ok()) return Fail(b.status().WithContext(size_names[i]));
-    sizes[i] = *b;
-  }
-  c.gpu_cache = sizes[0];
-  c.cpu_cache = sizes[1];
-  c.disk_bw = static_cast<double>(sizes[2]);
-  c.h2d_bw = static_cast<double>(sizes[3]);
+  Status parsed = o.tiers.Parse(&c.gpu_cache, &c.cpu_cache, &c.disk_bw, &c.h2d_bw);
+  if (!parsed.ok()) return Fail(parsed);
   auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
   if (!tok.ok()) return Fail(tok.status());
   auto model = LoadModel(o.model, LoadOptions{o.runtime.device, o.runtime.dtype});
@@ -106,11 +95,8 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--prefix-tokens", c->prefix_tokens, "target length of each prefix")->check(CLI::PositiveNumber);
   cmd->add_option("--requests", c->requests, "measured requests")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", c->warmup, "requests run before measuring")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--gpu-cache", o->gpu_cache, "GPU cache bytes (K/M/G)");
-  cmd->add_option("--cpu-cache", o->cpu_cache, "CPU cache bytes (K/M/G)");
+  o->tiers.Add(cmd);
   cmd->add_option("--store", c->store, "chunk store directory (kept across runs)");
-  cmd->add_option("--disk-bw", o->disk_bw, "cap disk reads at this many bytes/s (0: none)");
-  cmd->add_option("--h2d-bw", o->h2d_bw, "cap host-to-device copies at this many bytes/s (0: none)");
   cmd->add_option("--policy", c->policy, "cache policy for every system (default: each system's own)")
       ->check(CLI::IsMember({"lru", "lfu", "score"}));
   cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));

@@ -41,6 +41,16 @@ struct SweepAxes;
 // a comma-separated list; the command runs every combination.
 void AddSweepOptions(CLI::App* cmd, SweepAxes* axes, bool run_axes);
 
+// --gpu-cache, --cpu-cache, --disk-bw and --h2d-bw: byte sizes with K/M/G
+// suffixes, parsed after the command line is.
+struct TierFlags {
+  std::string gpu_cache, cpu_cache, disk_bw = "0", h2d_bw = "0";
+  void Add(CLI::App* cmd);
+  // The error names the flag.
+  Status Parse(int64_t* gpu_cache_bytes, int64_t* cpu_cache_bytes, double* disk_bytes_per_second,
+               double* h2d_bytes_per_second) const;
+};
+
 // Options every command that runs a model shares.
 struct RuntimeFlags {
   std::string device = "auto";

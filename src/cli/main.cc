@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "common/runtime.h"
+#include "common/units.h"
 
 namespace impress {
 
@@ -30,6 +31,29 @@ void PrintRecord(const nlohmann::ordered_json& record, bool as_json) {
     std::string v = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
     std::printf("%-20s %s\n", it.key().c_str(), v.c_str());
   }
+}
+
+void TierFlags::Add(CLI::App* cmd) {
+  cmd->add_option("--gpu-cache", gpu_cache, "GPU cache bytes (K/M/G)");
+  cmd->add_option("--cpu-cache", cpu_cache, "CPU cache bytes (K/M/G)");
+  cmd->add_option("--disk-bw", disk_bw, "cap disk reads at this many bytes/s (0: none, the real disk)");
+  cmd->add_option("--h2d-bw", h2d_bw, "cap host-to-device copies at this many bytes/s (0: none)");
+}
+
+Status TierFlags::Parse(int64_t* gpu, int64_t* cpu, double* disk, double* h2d) const {
+  const std::pair<const char*, const std::string*> flags[4] = {
+      {"--gpu-cache", &gpu_cache}, {"--cpu-cache", &cpu_cache}, {"--disk-bw", &disk_bw}, {"--h2d-bw", &h2d_bw}};
+  int64_t v[4];
+  for (int i = 0; i < 4; ++i) {
+    auto b = ParseBytes(*flags[i].second);
+    if (!b.ok()) return b.status().WithContext(flags[i].first);
+    v[i] = *b;
+  }
+  *gpu = v[0];
+  *cpu = v[1];
+  *disk = static_cast<double>(v[2]);
+  *h2d = static_cast<double>(v[3]);
+  return Status::OK();
 }
 
 void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags) {

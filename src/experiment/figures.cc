@@ -85,6 +85,15 @@ RunConfig FigureRunner::BaseRun(const std::string& task) const {
   return c;
 }
 
+EvalConfig FigureRunner::BaseEval(std::vector<std::string> tasks) const {
+  EvalConfig c;
+  c.tasks = std::move(tasks);
+  c.shots = scale_.shots;
+  c.limit = scale_.docs;
+  c.seed = scale_.seed;
+  return c;
+}
+
 StatusOr<ojson> FigureRunner::Run(const FigureModel& m, RunConfig c) {
   c.store = store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk);
   const std::string key = Key(m.dir, c).dump();
@@ -136,11 +145,7 @@ StatusOr<Figure> FigureRunner::Fig15() {
   f.title = "Accuracy vs retention";
   f.paper = "IMPRESS within 1 point of AS+H2O+LRU everywhere, 0.2 points on average";
   f.columns = {"task", "retention", "recomp", "h2o-lru", "impress-itf", "impress-itf minus h2o-lru (points)"};
-  EvalConfig base;
-  base.tasks = scale_.tasks;
-  base.shots = scale_.shots;
-  base.limit = scale_.docs;
-  base.seed = scale_.seed;
+  const EvalConfig base = BaseEval(scale_.tasks);
   ASSIGN_OR_RETURN(ojson recomp, Eval(models_[0], base));
   double diff_sum = 0;
   int cells = 0;
@@ -299,12 +304,8 @@ StatusOr<Figure> FigureRunner::Fig22() {
     c.systems = {"impress"};
     c.alpha = alpha;
     ASSIGN_OR_RETURN(ojson run, Run(models_[0], c));
-    EvalConfig e;
-    e.tasks = {scale_.task};
+    EvalConfig e = BaseEval({scale_.task});
     e.system = "impress-itf";
-    e.shots = scale_.shots;
-    e.limit = scale_.docs;
-    e.seed = scale_.seed;
     e.retention = c.retention;
     e.alpha = alpha;
     ASSIGN_OR_RETURN(ojson ev, Eval(models_[0], e));

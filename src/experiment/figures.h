@@ -74,6 +74,8 @@ class FigureRunner {
   StatusOr<nlohmann::ordered_json> Run(const FigureModel& m, RunConfig c);
   StatusOr<nlohmann::ordered_json> Eval(const FigureModel& m, EvalConfig c);
   RunConfig BaseRun(const std::string& task) const;
+  // recomp on `tasks` at the accuracy scale.
+  EvalConfig BaseEval(std::vector<std::string> tasks) const;
   // Every system over `task` at the base configuration (shared by Fig. 16-21).
   StatusOr<nlohmann::ordered_json> AllSystems(const std::string& task);
 
