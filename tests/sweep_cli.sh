@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Sweeps through the real executable on a tiny checkpoint: run with two
+# retentions x two chunk sizes and eval with two alphas write one result per
+# combination, each naming its own parameters, in the documented order.
+# Usage: sweep_cli.sh IMPRESS_BINARY FIXTURES_DIR DATA_DIR
+set -euo pipefail
+bin=$1; fixtures=$2; data=$3
+model=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['models']['tiny-llama-gqa'])" "$fixtures/fixtures.json")
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1
+"$bin" run --model "$model" --data "$data" --task piqa --system as,impress --pool 2 --prefix-tokens 96 \
+  --requests 2 --warmup 1 --gpu-cache 64K --cpu-cache 128K --store "$tmp/store" \
+  --retention 0.25,0.5 --chunk 16,32 --json "$tmp/run.json" >/dev/null
+"$bin" eval --model "$model" --data "$data" --task copa --shots 2 --limit 3 --system impress-itf --retention 0.25 \
+  --alpha 0,0.6 --json "$tmp/eval.json" >/dev/null
+python3 - "$tmp" <<'PY'
+import json, os, sys
+t = sys.argv[1]
+run = json.load(open(os.path.join(t, "run.json")))["sweep"]
+got = [(r["config"]["retention"], r["config"]["chunk"]) for r in run]
+assert got == [(0.25, 16), (0.25, 32), (0.5, 16), (0.5, 32)], got
+assert all([x["system"] for x in r["runs"]] == ["as", "impress"] for r in run)
+assert sorted(os.listdir(os.path.join(t, "store"))) == ["chunk16", "chunk32"], os.listdir(os.path.join(t, "store"))
+ev = json.load(open(os.path.join(t, "eval.json")))["sweep"]
+assert [e["alpha"] for e in ev] == [0, 0.6], [e["alpha"] for e in ev]
+# alpha = 0 never trusts the probe heads: every probed layer falls back.
+assert ev[0]["results"][0]["fallback_share"] == 1.0, ev[0]["results"][0]
+print("sweep_cli: run 4 points, eval 2 points")
+PY
