@@ -29,14 +29,6 @@ TEST(RadixTree, MatchInsertSplitAtChunkBoundaries) {
   EXPECT_EQ(t.Insert(Seq({1, 2, 3, 4, 5, 6})), (std::vector<uint64_t>{0, 1, 2}));  // nothing new
   EXPECT_EQ(t.next_chunk_id(), 5u);
   EXPECT_EQ(t.chunk_count(), 5u);
-
-  auto m = t.MatchPrefix(Seq({1, 2, 3, 4, 5, 6}));
-  t.Lock(m);
-  EXPECT_TRUE(t.IsLocked(2));
-  EXPECT_TRUE(t.IsLocked(0));
-  EXPECT_FALSE(t.IsLocked(4));
-  t.Unlock(m);
-  EXPECT_FALSE(t.IsLocked(2));
 }
 
 TEST(RadixTree, ReplayGivesSameIds) {

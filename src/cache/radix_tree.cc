@@ -50,7 +50,6 @@ void RadixTree::Split(Node* node, size_t keep) {
   tail->tokens.assign(node->tokens.begin() + keep * chunk_tokens_, node->tokens.end());
   tail->chunks.assign(node->chunks.begin() + keep, node->chunks.end());
   tail->children = std::move(node->children);
-  tail->lock_ref = node->lock_ref;
   for (auto& [k, c] : tail->children) c->parent = tail.get();
   for (uint64_t c : tail->chunks) owner_[c] = tail.get();
   const size_t at = keep * chunk_tokens_;
@@ -149,22 +148,6 @@ void RadixTree::SetReordered(Node* node, std::shared_ptr<const ReorderedChunks> 
   node->reordered = std::move(r);
   if (node->reordered)
     for (uint64_t c : node->reordered->chunks) owner_[c] = node;
-}
-
-void RadixTree::Lock(const Match& m) {
-  for (Node* n : m.path) ++n->lock_ref;
-}
-
-void RadixTree::Unlock(const Match& m) {
-  for (Node* n : m.path) {
-    IMPRESS_CHECK(n->lock_ref > 0);
-    --n->lock_ref;
-  }
-}
-
-bool RadixTree::IsLocked(uint64_t chunk) const {
-  auto it = owner_.find(chunk);
-  return it != owner_.end() && it->second->lock_ref > 0;
 }
 
 }  // namespace impress

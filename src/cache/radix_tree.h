@@ -33,7 +33,6 @@ class RadixTree {
     std::vector<int32_t> tokens;   // edge label, a multiple of C tokens
     std::vector<uint64_t> chunks;  // one id per C tokens of the label
     std::map<std::vector<int32_t>, std::unique_ptr<Node>> children;  // keyed by the child's first chunk
-    int lock_ref = 0;              // requests using this node; a locked node's chunks are not evicted
     // The reordered copy requests read when they match the whole node; the
     // chunks above stay on disk for partial matches. Replaced, never edited.
     std::shared_ptr<const ReorderedChunks> reordered;
@@ -78,11 +77,6 @@ class RadixTree {
   // Chunks of `tokens` that Insert would add (whole chunks past the match).
   int64_t NewChunks(const std::vector<int32_t>& tokens) const;
   uint64_t next_chunk_id() const { return next_chunk_id_; }
-
-  void Lock(const Match& m);
-  void Unlock(const Match& m);
-  // True while a node holding `chunk` is locked.
-  bool IsLocked(uint64_t chunk) const;
 
   int chunk_tokens() const { return chunk_tokens_; }
   size_t node_count() const { return nodes_; }

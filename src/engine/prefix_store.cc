@@ -157,7 +157,6 @@ PrefixLease PrefixStore::Acquire(const std::vector<int32_t>& prefix, int64_t max
     at += take;
   }
   m.path = path;
-  tree_.Lock(m);
   {
     std::lock_guard<std::mutex> pins(pin_mu_);
     for (uint64_t id : lease.chunks) pinned_[id]++;
@@ -183,8 +182,6 @@ PrefixLease PrefixStore::Acquire(const std::vector<int32_t>& prefix, int64_t max
 }
 
 void PrefixStore::Release(const PrefixLease& lease) {
-  std::lock_guard<std::mutex> lock(mu_);
-  tree_.Unlock(lease.match);
   std::lock_guard<std::mutex> pins(pin_mu_);
   for (uint64_t id : lease.chunks)
     if (--pinned_[id] == 0) pinned_.erase(id);

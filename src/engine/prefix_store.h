@@ -54,7 +54,7 @@ struct LoadStats {
 
 // The stored prefix one request reads, fixed when the request starts: a
 // reorder that lands later does not change it, and the chunks it names stay
-// on disk. Its nodes are locked (their chunks are not evicted) until Release.
+// on disk. Its chunks are pinned (the caches do not evict them) until Release.
 struct PrefixLease {
   RadixTree::Match match;        // the matched prefix in original chunks
   std::vector<uint64_t> chunks;  // what to read, in stored order

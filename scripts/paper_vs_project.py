@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""The "paper vs this project" table: one row per figure, the paper's claim
+beside the headline of our run, computed from the figures' JSON.
+
+Usage: scripts/paper_vs_project.py [results/figures] > results/figures/paper_vs_project.md
+"""
+import json
+import os
+import sys
+
+
+def load(d, name):
+    path = os.path.join(d, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        fig = json.load(f)
+    cols = fig["columns"]
+    fig["dicts"] = [dict(zip(cols, r)) for r in fig["rows"]]
+    return fig
+
+
+def rng(values, fmt="{:.2f}", unit=""):
+    values = list(values)
+    lo, hi = min(values), max(values)
+    if fmt.format(lo) == fmt.format(hi):
+        return fmt.format(lo) + unit
+    return f"{fmt.format(lo)}{unit}-{fmt.format(hi)}{unit}"
+
+
+def by_task(fig, system_col, value_col):
+    out = {}
+    for r in fig["dicts"]:
+        out.setdefault(r["task"], {})[r[system_col]] = r[value_col]
+    return out
+
+
+def headline(name, f):
+    rows = f["dicts"]
+    if name == "io-share":
+        return "as spends " + rng((100 * r["io share"] for r in rows), "{:.0f}", "%") + " of TTFT on I/O"
+    if name == "head-jaccard":
+        m = sum(r["mean pairwise Jaccard (all heads)"] for r in rows) / len(rows)
+        p = sum(r["probe heads"] for r in rows) / len(rows)
+        return f"mean pairwise Jaccard {m:.2f} (probe heads {p:.2f}) vs {rows[0]['random sets']:.2f} for random sets"
+    if name == "similarity-ratio":
+        return "; ".join(f"{r['selection ratio']:.2f}: {r['all heads']:.2f} vs random {r['random sets']:.2f}" for r in rows)
+    if name == "chunk-importance":
+        note = [n for n in f["notes"] if n.startswith("mean important share")]
+        return note[0] if note else ""
+    if name == "fig15":
+        d = [r["impress-itf minus h2o-lru (points)"] for r in rows]
+        within = sum(abs(x) <= 1 for x in d)
+        return f"impress-itf minus h2o-lru: mean {sum(d) / len(d):+.2f} points, within 1 point in {within} of {len(d)} cells"
+    if name == "fig16":
+        t = by_task(f, "system", "h2o-lfu / system")
+        return "impress " + rng((s["impress"] for s in t.values()), "{:.2f}", "x") + " lower than h2o-lfu; as " + \
+            rng((s["as"] for s in t.values()), "{:.2f}", "x")
+    if name == "fig17":
+        t = by_task(f, "system", "h2o-lfu / system (io time)")
+        return "impress " + rng((s["impress"] for s in t.values()), "{:.2f}", "x") + " less I/O time than h2o-lfu"
+    if name == "tail":
+        t = by_task(f, "system", "ttft p99 ms")
+        task = "rte" if "rte" in t else next(iter(t))
+        return f"{task}: " + ", ".join(f"{s} {v:.0f}" for s, v in t[task].items()) + " ms"
+    if name == "fig18":
+        parts = []
+        for task in dict.fromkeys(r["task"] for r in rows):
+            steps = [r for r in rows if r["task"] == task]
+            parts.append(f"{task} " + " > ".join(f"{r['ttft mean ms']:.0f}" for r in steps))
+        return "mean TTFT ms, h2o-lfu > +ITF > +RO > All: " + "; ".join(parts)
+    if name == "fig19":
+        return "mean per-layer load ratio " + rng(r["mean load ratio"] for r in rows) + ", fallback share " + \
+            rng(r["fallback share"] for r in rows)
+    if name == "fig20":
+        return rng((r["without / with RO"] for r in rows), "{:.2f}", "x") + " fewer chunks with RO"
+    if name == "fig21":
+        return "; ".join(f"{r['task']} {r['LFU (impress-itf-ro)']:.2f} -> {r['score (impress)']:.2f}" for r in rows)
+    if name == "fig22":
+        a, b = rows[0], rows[-1]
+        return (f"alpha {a['alpha']:g} -> {b['alpha']:g}: TTFT {a['ttft mean ms']:.0f} -> {b['ttft mean ms']:.0f} ms, "
+                f"K/V chunks {a['KV chunks/req']:.0f} -> {b['KV chunks/req']:.0f}, acc {a['acc (eval)']:.3f} -> {b['acc (eval)']:.3f}")
+    if name == "fig23":
+        return "impress " + rng((r["speedup"] for r in rows), "{:.2f}", "x") + " faster at chunk " + \
+            ",".join(str(r["chunk tokens"]) for r in rows)
+    if name == "fig24":
+        return "impress " + rng((r["speedup"] for r in rows), "{:.2f}", "x") + " faster at pools of " + \
+            rng((r["pool MB (KV)"] for r in rows), "{:.0f}", " MB")
+    if name == "fig25":
+        return "; ".join(f"{r['model']}: impress {r['h2o-lfu / system']:.2f}x" for r in rows if r["system"] == "impress")
+    return ""
+
+
+NAMES = ["io-share", "head-jaccard", "similarity-ratio", "chunk-importance", "fig15", "fig16", "fig17", "tail",
+         "fig18", "fig19", "fig20", "fig21", "fig22", "fig23", "fig24", "fig25"]
+
+
+def main(args):
+    d = args[0] if args else "results/figures"
+    print("| figure | paper | this project | command |")
+    print("|---|---|---|---|")
+    for name in NAMES:
+        f = load(d, name)
+        if f is None:
+            continue
+        print(f"| {name} | {f['paper']} | {headline(name, f)} | `impress reproduce {name}` |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
