@@ -71,6 +71,14 @@ std::string JoinNum(const std::vector<T>& v) {
   return s.str();
 }
 
+nlohmann::ordered_json ScaleJson(const FigureScale& s) {
+  return {{"tasks", s.tasks}, {"task", s.task}, {"prefixes", s.pool}, {"prefix_tokens", s.prefix_tokens},
+          {"requests", s.requests}, {"warmup", s.warmup}, {"gpu_cache", s.gpu_cache}, {"cpu_cache", s.cpu_cache},
+          {"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots},
+          {"analysis_docs", s.analysis_docs}, {"retentions", s.retentions}, {"alphas", s.alphas},
+          {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype}, {"seed", s.seed}};
+}
+
 // The command that reruns this figure at this scale, every knob spelled out.
 std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
   const FigureScale& s = o.scale;
@@ -190,7 +198,8 @@ int RunReproduce(ReproduceOptions o) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string command = RerunCommand(o, name);
     nlohmann::ordered_json j = {{"name", fig->name}, {"title", fig->title}, {"paper", fig->paper},
-                                {"command", command}, {"machine", machine}, {"seconds", secs},
+                                {"command", command}, {"scale", ScaleJson(o.scale)}, {"machine", machine},
+                                {"seconds", secs},
                                 {"models", o.models}, {"columns", fig->columns}, {"rows", fig->rows},
                                 {"series", fig->series}, {"notes", fig->notes}};
     const std::string base = o.out + "/" + name;
