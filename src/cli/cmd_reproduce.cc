@@ -189,7 +189,6 @@ int RunReproduce(ReproduceOptions o) {
   std::error_code ec;
   std::filesystem::create_directories(o.out, ec);
   if (ec) return Fail(Status::Error(o.out + ": cannot create: " + ec.message()));
-  const nlohmann::ordered_json machine = Machine(models[0]->device().is_cuda());
   FigureRunner runner(figure_models, s, o.data, o.store);
   for (const std::string& name : names) {
     const auto start = std::chrono::steady_clock::now();
@@ -197,6 +196,7 @@ int RunReproduce(ReproduceOptions o) {
     if (!fig.ok()) return Fail(fig.status().WithContext(name));
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string command = RerunCommand(o, name);
+    const nlohmann::ordered_json machine = Machine(models[0]->device().is_cuda());
     nlohmann::ordered_json j = {{"name", fig->name}, {"title", fig->title}, {"paper", fig->paper},
                                 {"command", command}, {"scale", ScaleJson(o.scale)}, {"machine", machine},
                                 {"seconds", secs},
