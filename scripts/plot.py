@@ -111,9 +111,9 @@ def plot_chunk_importance(fig):
 
 def plot_fig19(fig):
     f, ax = plt.subplots(figsize=(7, 3.4))
-    for task, s in fig["series"].items():
-        ax.plot(s["layer_kv_load_ratio"], marker=".", label=f"{task} load ratio")
-        ax.plot(s["layer_fallback_share"], linestyle=":", label=f"{task} fallback")
+    for i, (task, s) in enumerate(fig["series"].items()):
+        ax.plot(s["layer_kv_load_ratio"], marker=".", color=f"C{i}", label=f"{task} load ratio")
+        ax.plot(s["layer_fallback_share"], linestyle=":", color=f"C{i}", label=f"{task} fallback")
     ax.set_xlabel("layer")
     ax.set_ylabel("share")
     ax.legend(fontsize=6, ncol=2)

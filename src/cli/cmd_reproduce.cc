@@ -139,7 +139,10 @@ std::string Markdown(const Figure& f, const std::string& command, const nlohmann
   md << "# " << f.name << ": " << f.title << "\n\nPaper: " << f.paper << ".\n\n```\n" << command << "\n```\n\n";
   md << "Machine: " << machine["cpu"].get<std::string>() << ", " << machine["cores"] << " cores, "
      << machine["memory"].get<std::string>() << ", " << machine["device"].get<std::string>() << "; "
-     << machine["date"].get<std::string>() << "; " << static_cast<int>(secs) << " s.\n\n";
+     << machine["date"].get<std::string>() << "; "
+     << (secs >= 1 ? std::to_string(static_cast<int>(secs)) + " s"
+                   : std::string("its experiments ran for an earlier figure of the same invocation"))
+     << ".\n\n";
   md << "|";
   for (const auto& c : f.columns) md << " " << c << " |";
   md << "\n|";
