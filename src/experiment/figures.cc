@@ -51,7 +51,8 @@ ojson Key(const std::string& model, const RunConfig& c) {
           {"seed", c.seed}, {"mean", c.mean}, {"spread", c.spread}};
 }
 
-void Status1(const std::string& what) { std::fprintf(stderr, "reproduce: %s\n", what.c_str()); }
+// Names the experiment about to run on stderr (they take minutes).
+void Announce(const std::string& what) { std::fprintf(stderr, "reproduce: %s\n", what.c_str()); }
 
 }  // namespace
 
@@ -99,7 +100,7 @@ StatusOr<ojson> FigureRunner::Run(const FigureModel& m, RunConfig c) {
   const std::string key = Key(m.dir, c).dump();
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
-  Status1("run " + Base(m.dir) + " " + c.task + ", pool " + std::to_string(c.pool) + ", chunk " +
+  Announce("run " + Base(m.dir) + " " + c.task + ", pool " + std::to_string(c.pool) + ", chunk " +
           std::to_string(c.chunk) + ", alpha " + std::to_string(c.alpha).substr(0, 4));
   std::error_code ec;
   std::filesystem::create_directories(c.store, ec);
@@ -115,7 +116,7 @@ StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
                               .dump();
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
-  Status1("eval " + c.system + " retention " + std::to_string(c.retention).substr(0, 4));
+  Announce("eval " + c.system + " retention " + std::to_string(c.retention).substr(0, 4));
   ASSIGN_OR_RETURN(ojson r, EvalTasks(*m.model, *m.tok, c));
   return memo_[key] = std::move(r);
 }
@@ -384,7 +385,7 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
     docs.resize(std::min<size_t>(docs.size(), scale_.analysis_docs));
     HeadAnalysisOptions o;
     o.retention = TtftRetention(scale_.task);
-    Status1("head analysis " + scale_.task);
+    Announce("head analysis " + scale_.task);
     ASSIGN_OR_RETURN(HeadAnalysis a, AnalyzeHeads(*m.model, *m.tok, pool[0].text, docs, o));
     memo_[key] = {{"layers", a.layers}, {"heads", a.heads}, {"docs", a.docs}, {"prefix_tokens", a.prefix_tokens},
                   {"retention", o.retention}, {"chunk_tokens", o.chunk_tokens}, {"probe_heads", o.probe_heads},
@@ -402,7 +403,7 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
     f.title = "Jaccard index between heads' important-token sets, per layer (observation 1)";
     f.paper = "heads of a layer agree on important tokens far more than random sets do";
     f.columns = {"layer", "mean pairwise Jaccard (all heads)", "probe heads", "random sets"};
-    const int h = a["heads"];
+    const int h = a["heads"], probes = a["probe_heads"];
     const int64_t n = a["prefix_tokens"];
     const double kn = double(RetainedTokens(a["retention"].get<double>(), n)) / n;
     const double rnd = kn / (2 - kn);
@@ -414,7 +415,10 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
         for (int j = 0; j < h; ++j) {
           if (i == j) continue;
           all += m2[i * h + j];
-          if (i < a["probe_heads"].get<int>() && j < a["probe_heads"].get<int>()) probe += m2[i * h + j], ++np;
+          if (i < probes && j < probes) {
+            probe += m2[i * h + j];
+            ++np;
+          }
         }
       f.rows.push_back({l, all / (h * (h - 1)), np ? probe / np : 1.0, rnd});
     }
