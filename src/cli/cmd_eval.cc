@@ -70,6 +70,7 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   o->axes.retention = {1.0};
   EvalConfig* c = &o->config;
   CLI::App* cmd = app.add_subcommand("eval", "Multiple-choice accuracy as lm-evaluation-harness computes it");
+  cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
   cmd->add_option("--task", o->task, "piqa, rte, copa, openbookqa, or all");
   cmd->add_option("--shots", c->shots, "few-shot examples in the prefix shared by every document")

@@ -69,6 +69,7 @@ int RunRegress(const RegressOptions& o) {
 void AddRegressCommand(CLI::App& app, std::vector<Command>* commands) {
   auto o = std::make_shared<RegressOptions>();
   CLI::App* cmd = app.add_subcommand("regress", "Accuracy regression: a fixed small evaluation against committed numbers");
+  cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
   cmd->add_option("--expected", o->expected, "expected numbers (JSON): its config says what runs")->required();
   cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl (make data)");

@@ -224,6 +224,7 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   auto o = std::make_shared<ReproduceOptions>();
   FigureScale* s = &o->scale;
   CLI::App* cmd = app.add_subcommand("reproduce", "The paper's figures: NAME.json, .csv and .md per figure under --out");
+  cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("names", o->names, "figures: " + Join(FigureRunner::Names(), ", ") + ", or all")->required();
   cmd->add_option("--model", o->models, "Hugging Face model directory; repeat for fig25 (the others use the first)")
       ->required();

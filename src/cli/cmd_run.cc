@@ -88,6 +88,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   auto o = std::make_shared<RunOptions>();
   RunConfig* c = &o->config;
   CLI::App* cmd = app.add_subcommand("run", "Request stream over a prefix pool: TTFT, I/O and accuracy per system");
+  cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
   cmd->add_option("--task", c->task, "piqa, rte, copa or openbookqa");
   cmd->add_option("--system", o->systems, std::string("comma-separated: ") + kSystemNames);
