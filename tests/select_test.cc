@@ -146,5 +146,31 @@ TEST(Select, RetentionOneEqualsFullReuse) {
   EXPECT_DOUBLE_EQ(never_sel.FallbackShare(), 1.0);
 }
 
+// Documents share different lengths of the prefix's tokens (a document that
+// starts with newlines keeps the prefix's last token whole; one that starts
+// with a word splits it): a document sharing more than the one before must
+// get the prefix's KV there, not the earlier document's.
+TEST(Scorer, DocumentsThatSplitThePrefixEarlierDoNotLeakKv) {
+  auto manifest = testing::FixtureManifest();
+  // GPT-2 BPE (OPT): "\n\n" ends the prefix as one token but splits in two before a word.
+  const std::string dir = manifest["models"]["tiny-opt-preln"];
+  auto model = LoadModel(dir, LoadOptions{testing::TestDevice(), "float32"});
+  auto tok = Tokenizer::FromFile(dir + "/tokenizer.json");
+  ASSERT_TRUE(model.ok() && tok.ok());
+  const std::string prefix = "Question: what is water?\nAnswer: wet\n\n";
+  Doc plain{"Question: is this the query?\nAnswer:", {"yes", "no"}, 0};
+  Doc merging{"\n\n\nQuestion: and this one?\nAnswer:", {"yes", "no"}, 0};
+  auto fresh = [&](const Doc& d) {
+    Scorer s(**model, **tok);
+    EXPECT_TRUE(s.SetPrefix(prefix).ok());
+    return s.Score(d)->loglik;
+  };
+  Scorer s(**model, **tok);
+  ASSERT_TRUE(s.SetPrefix(prefix).ok());
+  EXPECT_EQ(s.Score(plain)->loglik, fresh(plain));
+  EXPECT_EQ(s.Score(merging)->loglik, fresh(merging));
+  EXPECT_EQ(s.Score(plain)->loglik, fresh(plain));
+}
+
 }  // namespace
 }  // namespace impress

@@ -52,10 +52,12 @@ Status Scorer::SetPrefix(const std::string& prefix) {
   ASSIGN_OR_RETURN(prefix_ids_, tok_.Encode(prefix, /*add_special_tokens=*/false));
   prefix_ = prefix;
   cache_.Truncate(0);
+  held_ = 0;
   counters_ = SelectionCounters(model_.config().num_layers);
   if (prefix_ids_.empty()) return Status::OK();
   RETURN_IF_ERROR(ValidateTokens(model_.config(), prefix_ids_, 0).WithContext("few-shot prefix"));
   model_.Forward(prefix_ids_, 0, cache_);
+  held_ = prefix_tokens();
   return Status::OK();
 }
 
@@ -66,7 +68,11 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
   int64_t m = 0;
   const int64_t limit = std::min<int64_t>(prefix_tokens(), static_cast<int64_t>(ctx.ids.size()) - 1);
   while (m < limit && ctx.ids[m] == prefix_ids_[m]) ++m;
-  cache_.Truncate(m);
+  cache_.Truncate(std::min(m, held_));
+  if (m > held_) {  // an earlier document shared fewer prefix tokens: restore the prefix's KV
+    model_.Forward(std::vector<int32_t>(prefix_ids_.begin() + held_, prefix_ids_.begin() + m), held_, cache_);
+  }
+  held_ = m;
   std::vector<int32_t> rest(ctx.ids.begin() + m, ctx.ids.end());
   RETURN_IF_ERROR(ValidateTokens(model_.config(), rest, m));
   if (select_.kind == SelectorKind::kFull || m == 0) {

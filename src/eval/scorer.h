@@ -66,6 +66,7 @@ class Scorer {
   std::string prefix_;
   std::vector<int32_t> prefix_ids_;
   DenseKvCache cache_;
+  int64_t held_ = 0;  // cache_'s first held_ positions hold the prefix's KV; the rest, a document's
   SelectorOptions select_;
   SelectionCounters counters_;
 };
