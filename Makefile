@@ -51,9 +51,11 @@ test: fixtures
 
 # The test suite under ThreadSanitizer (requests, the reorderer and the I/O
 # pool run concurrently) and under AddressSanitizer + UBSan, each in its own
-# build folder. The model tests against transformers are left to `make test`:
-# under instrumentation they take long and exercise no threads of ours.
-SAN_TESTS := -E 'ModelVsTransformers|Tokenizer|fewshot|reuse_accuracy|cli_errors'
+# build folder. The model tests against transformers and the accuracy
+# regression are left to `make test` (under instrumentation they take long
+# and exercise no threads of ours), as are the tests that drive the
+# executable (the sanitized build makes only the test binary).
+SAN_TESTS := -E 'ModelVsTransformers|Tokenizer|Regression|fewshot|reuse_accuracy|accuracy_regression|cli_errors|reproduce_smoke|sweep_cli'
 tsan: fixtures
 	cmake -S . -B $(BUILD)-tsan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$(PREFIX)" -DIMPRESS_SANITIZE=thread
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target impress_tests
