@@ -55,7 +55,7 @@ def headline(name, f):
     if name == "fig16":
         t = by_task(f, "system", "h2o-lfu / system")
         return "impress " + rng((s["impress"] for s in t.values()), "{:.2f}", "x") + " lower than h2o-lfu; as " + \
-            rng((s["as"] for s in t.values()), "{:.2f}", "x")
+            rng((s["as"] for s in t.values()), "{:.2f}", "x") + " lower than h2o-lfu too"
     if name == "fig17":
         t = by_task(f, "system", "h2o-lfu / system (io time)")
         return "impress " + rng((s["impress"] for s in t.values()), "{:.2f}", "x") + " less I/O time than h2o-lfu"
