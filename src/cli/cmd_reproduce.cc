@@ -171,9 +171,7 @@ int RunReproduce(ReproduceOptions o) {
     if (std::find(FigureRunner::Names().begin(), FigureRunner::Names().end(), n) == FigureRunner::Names().end())
       return Fail(Status::Error("unknown figure '" + n + "' (" + Join(FigureRunner::Names(), ", ") + ", all)"));
   FigureScale& s = o.scale;
-  s.tasks.clear();
-  std::stringstream ts(o.tasks);
-  for (std::string t; std::getline(ts, t, ',');) s.tasks.push_back(t);
+  s.tasks = SplitList(o.tasks);
   Status parsed = o.tiers.Parse(&s.gpu_cache, &s.cpu_cache, &s.disk_bw, &s.h2d_bw);
   if (!parsed.ok()) return Fail(parsed);
 

@@ -2,7 +2,6 @@
 // systems; TTFT, I/O and accuracy per system. --alpha, --retention, --chunk
 // and --pool take comma-separated lists and run their cross product.
 #include <iostream>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "engine/request.h"
@@ -23,13 +22,6 @@ struct RunOptions {
   std::string json_path;
   RuntimeFlags runtime;
 };
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-  return out;
-}
 
 int RunRun(RunOptions o) {
   ApplyRuntimeFlags(o.runtime);

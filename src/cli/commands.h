@@ -30,6 +30,9 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands);
 // Prints "impress: error: <message>" on stderr and returns the exit code 1.
 int Fail(const Status& status);
 
+// "a,b,c" -> {"a", "b", "c"} (a --system or --tasks list).
+std::vector<std::string> SplitList(const std::string& s);
+
 // Writes `text` to `path` (a --json option); an error names the file.
 Status WriteTextFile(const std::string& path, const std::string& text);
 

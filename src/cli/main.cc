@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "common/runtime.h"
@@ -14,6 +15,13 @@ namespace impress {
 int Fail(const Status& status) {
   std::cerr << "impress: error: " << status.message() << "\n";
   return 1;
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {

@@ -247,7 +247,6 @@ class StoreSelector {
   void CountImportant(int l, const at::Tensor& tokens, int64_t c, const std::vector<int64_t>& need,
                       const std::vector<PrefixStore::Parts>& parts) {
     trace_->important_share_sum += static_cast<double>(tokens.numel()) / c;
-    trace_->important_share_n += static_cast<int64_t>(need.size());
     for (int64_t i : need) trace_->kv_chunk_tier[static_cast<int>(parts[i].tier)]++;
     if (trace_->layer_kv_chunks.size() <= static_cast<size_t>(l)) trace_->layer_kv_chunks.resize(l + 1, 0);
     trace_->layer_kv_chunks[l] += static_cast<int64_t>(need.size());
@@ -275,6 +274,12 @@ class StoreSelector {
 at::Tensor LastLogProbs(const at::Tensor& logits) { return at::log_softmax(logits[0], -1).cpu(); }
 
 }  // namespace
+
+int64_t RequestTrace::kv_chunks() const {
+  int64_t n = 0;
+  for (int64_t c : layer_kv_chunks) n += c;
+  return n;
+}
 
 const char* const kSystemNames = "recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress";
 

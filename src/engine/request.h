@@ -40,11 +40,12 @@ struct RequestTrace {
   int64_t stored_chunks = 0;
   LoadStats load;          // summed over layers
   SelectionCounters selection;  // per layer: probes, fallbacks, kept of total tokens
-  double important_share_sum = 0;  // over chunks read for selection: selected tokens / C
-  int64_t important_share_n = 0;
+  double important_share_sum = 0;  // over chunks read for selection (kv_chunks()): selected tokens / C
   int64_t kv_chunk_tier[3] = {0, 0, 0};  // those chunks by the tier their K/V came from (GPU, CPU, disk)
   std::vector<int64_t> layer_kv_chunks;  // per layer: chunks whose K or V a selection read
   int64_t prefix_chunks = 0;             // chunks of the matched prefix (per layer)
+  // (chunk, layer) pairs whose K or V a selection read, over all layers.
+  int64_t kv_chunks() const;
   bool recomputed_after_error = false;  // a stored chunk failed its checksum
   std::string error;       // that failure
 };

@@ -39,7 +39,7 @@ StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& t
   const int n = c.limit > 0 ? std::min<int>(c.limit, docs.size()) : static_cast<int>(docs.size());
   int correct = 0, correct_norm = 0;
   double gold_loglik = 0;
-  Progress progress(std::string("eval ") + task.name, c.quiet ? 0 : n);
+  Progress progress(std::string("eval ") + task.name, n);
   for (int i = 0; i < n; ++i) {
     auto s = scorer.Score(docs[i]);
     if (!s.ok()) return s.status().WithContext(std::string(task.name) + " document " + std::to_string(i));

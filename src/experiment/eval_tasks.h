@@ -29,7 +29,6 @@ struct EvalConfig {
   uint64_t seed = 1234;            // of the few-shot sample
   double retention = 1.0, alpha = 0.6;
   std::ostream* samples = nullptr; // per-document records (JSONL) when set
-  bool quiet = false;              // no progress bars
   // Applied to every loaded document (shots and scored ones) before prompts
   // are built: lets a test alter what a template produced.
   std::function<void(Doc*)> edit_doc;

@@ -107,8 +107,6 @@ StatusOr<ojson> FigureRunner::Run(const FigureModel& m, RunConfig c) {
   if (it != memo_.end()) return it->second;
   Announce("run " + Base(m.dir) + " " + c.task + ", pool " + std::to_string(c.pool) + ", chunk " +
           std::to_string(c.chunk) + ", alpha " + std::to_string(c.alpha).substr(0, 4));
-  std::error_code ec;
-  std::filesystem::create_directories(c.store, ec);
   ASSIGN_OR_RETURN(ojson r, RunSystems(*m.model, *m.tok, c));
   r["config"]["model"] = m.dir;
   return memo_[key] = std::move(r);

@@ -55,7 +55,7 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   recomputed_after_error += t.recomputed_after_error;
   selection.Merge(t.selection);
   important_sum += t.important_share_sum;
-  selected_chunks += t.important_share_n;
+  selected_chunks += t.kv_chunks();
   for (int i = 0; i < 3; ++i) kv_tier[i] += t.kv_chunk_tier[i];
   layer_kv_chunks.resize(layers, 0);
   for (size_t l = 0; l < t.layer_kv_chunks.size() && l < layer_kv_chunks.size(); ++l)
@@ -107,10 +107,10 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
 // store that had to be filled is reopened so that every system starts from
 // the same state: everything on disk, caches cold.
 StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixStoreOptions& so,
-                                                      const std::vector<std::vector<int32_t>>& pool_ids, bool quiet) {
+                                                      const std::vector<std::vector<int32_t>>& pool_ids) {
   ASSIGN_OR_RETURN(std::unique_ptr<PrefixStore> store, PrefixStore::Open(m, so));
   bool filled = false;
-  Progress fill(std::string("fill store"), quiet ? 0 : static_cast<int64_t>(pool_ids.size()));
+  Progress fill(std::string("fill store"), static_cast<int64_t>(pool_ids.size()));
   for (size_t p = 0; p < pool_ids.size(); ++p) {
     if (store->tree().NewChunks(pool_ids[p]) > 0) {
       DenseKvCache full(m.config().num_layers);
@@ -174,13 +174,13 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       so.disk_bytes_per_second = o.disk_bw;
       so.stored_copies = false;  // every system starts from the pool in token order
       run.policy = so.tiers.policy;
-      ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids, o.quiet));
+      ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids));
     }
     // IMPRESS's reordering: one pass ends the warm-up (finished before
     // measuring); reorder_every adds passes beside the measured requests.
     std::unique_ptr<ReorderWorker> reorderer;
     if (system.reorder && store) reorderer = std::make_unique<ReorderWorker>(*store, ReorderWorkerOptions{});
-    Progress progress(std::string("run ") + run.system, o.quiet ? 0 : static_cast<int64_t>(stream.size()));
+    Progress progress(std::string("run ") + run.system, static_cast<int64_t>(stream.size()));
     for (size_t i = 0; i < stream.size(); ++i) {
       const Request& r = stream[i];
       const Doc& doc = docs[r.doc];
@@ -205,7 +205,7 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       run.per_request.push_back({{"prefix", r.prefix}, {"doc", r.doc}, {"ttft_ms", trace.ttft_ms},
                                  {"io_ms", trace.io_ms}, {"select_ms", trace.select_ms},
                                  {"reused_tokens", trace.reused_tokens}, {"disk_bytes", trace.load.bytes[2]},
-                                 {"kv_chunks", trace.important_share_n}});
+                                 {"kv_chunks", trace.kv_chunks()}});
       run.Add(trace, layers);
       run.correct += score.pred == doc.gold;
       run.n++;

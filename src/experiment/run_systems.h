@@ -36,7 +36,6 @@ struct RunConfig {
   uint64_t seed = 1234;
   bool prefetch = true;
   int reorder_every = 0;                           // RO systems: background pass every N requests (0: never)
-  bool quiet = false;                              // no progress bars
 };
 
 // Runs every system of `config` over the same stream. The result is
