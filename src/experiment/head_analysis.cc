@@ -38,13 +38,21 @@ double MeanOffDiagonal(const at::Tensor& m, int64_t n) {
   return (sub.sum().item<double>() - sub.diagonal().sum().item<double>()) / (n * (n - 1));
 }
 
+// Membership of each row's set [H, k] as a 0/1 matrix [H, n].
+at::Tensor SetMask(const at::Tensor& sets, int64_t n) {
+  return at::zeros({sets.size(0), n}, at::kFloat).scatter_(1, sets.cpu(), 1.0f);
+}
+
+// Pairwise Jaccard of the rows of a set mask whose rows each hold k members.
+at::Tensor MaskJaccard(const at::Tensor& mask, int64_t k) {
+  at::Tensor inter = at::matmul(mask, mask.t());  // |A ∩ B|; |A ∪ B| = 2k - |A ∩ B|
+  return inter / (2.0 * k - inter);
+}
+
 }  // namespace
 
 at::Tensor PairwiseJaccard(const at::Tensor& importance, int64_t k) {
-  at::Tensor sets = TopKSets(importance, k);
-  at::Tensor mask = at::zeros(importance.sizes(), at::kFloat).scatter_(1, sets.cpu(), 1.0f);
-  at::Tensor inter = at::matmul(mask, mask.t());  // |A ∩ B|; |A ∪ B| = 2k - |A ∩ B|
-  return inter / (2.0 * k - inter);
+  return MaskJaccard(SetMask(TopKSets(importance, k), importance.size(1)), k);
 }
 
 StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const std::string& prefix,
@@ -84,16 +92,17 @@ StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const st
   auto observe = [&](int layer, const at::Tensor& imp_in) {
     at::Tensor imp = imp_in.to(at::kCPU, at::kFloat);
     const int64_t k = RetainedTokens(o.retention, p);
-    at::Tensor j = PairwiseJaccard(imp, k);
+    const at::Tensor mask = SetMask(TopKSets(imp, k), p);
+    const at::Tensor j = MaskJaccard(mask, k);
     heat[layer] = heat[layer].defined() ? heat[layer] + j : j;
     for (size_t i = 0; i < nr; ++i) {
-      at::Tensor jr = PairwiseJaccard(imp, RetainedTokens(o.retentions[i], p));
+      const int64_t ki = RetainedTokens(o.retentions[i], p);
+      const at::Tensor jr = ki == k ? j : PairwiseJaccard(imp, ki);
       a.all_heads[i] += MeanOffDiagonal(jr, a.heads);
       a.probe_heads[i] += MeanOffDiagonal(jr, std::min<int64_t>(o.probe_heads, a.heads));
     }
     // Tokens some head kept, and their share of each chunk that holds one.
-    at::Tensor kept = at::zeros({p}, at::kFloat);
-    kept.index_fill_(0, TopKSets(imp, k).flatten(), 1.0f);
+    const at::Tensor kept = std::get<0>(mask.max(0)).contiguous();
     const float* kp = kept.data_ptr<float>();
     for (int64_t s = 0; s < p; s += o.chunk_tokens) {
       const int64_t e = std::min(p, s + o.chunk_tokens);
