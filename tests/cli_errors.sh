@@ -71,5 +71,8 @@ expect "missing expected numbers" "$tmp/none.json: cannot read" -- regress --mod
 echo '{"config": ' >"$tmp/bad.json"
 expect "malformed expected numbers" "$tmp/bad.json: not JSON" -- regress --model "$src" --expected "$tmp/bad.json"
 
+expect "unknown ITF unit" "--itf-unit: bogus not in {token,chunk} (--help lists the options)" -- eval --model "$src" --itf-unit bogus
+expect "unknown option" "The following argument was not expected: --bogus" -- run --model "$src" --bogus
+
 echo "cli_errors: $passed passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -53,6 +53,28 @@ TEST(Select, AgreedSetRanksByVotesThenScore) {
   EXPECT_TRUE(AgreedSet(tie_sets, at::cat({tie, tie}), 2).equal(Idx({0, 1})));
 }
 
+TEST(Select, AgreedChunkTokensTakesTheBestWholeChunks) {
+  // Two probe heads over 10 tokens in chunks {0-3}, {4-7}, {8-9}; summed
+  // importance per chunk: 1.0, 3.0, 2.0.
+  at::Tensor imp = at::tensor({0.1, 0.1, 0.1, 0.1, 0.5, 0.5, 0.0, 0.0, 0.5, 0.5,
+                               0.1, 0.1, 0.1, 0.1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5},
+                              at::kFloat).view({2, 10});
+  at::Tensor chunk_of = at::arange(10, at::kLong).div(4, "floor");
+  // k = 3: the best chunk holds 4 >= 3 tokens, all of them kept.
+  EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, 3, 3).equal(Idx({4, 5, 6, 7})));
+  // k = 5: the best chunk, then the short last one (2.0 > 1.0).
+  EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, 3, 5).equal(Idx({4, 5, 6, 7, 8, 9})));
+  // k = 7: 6 tokens are not enough, so the third chunk too.
+  EXPECT_EQ(AgreedChunkTokens(imp, chunk_of, 3, 7).numel(), 10);
+  // Equal chunk sums: the lower chunk wins.
+  at::Tensor flat = at::ones({1, 8});
+  EXPECT_TRUE(AgreedChunkTokens(flat, at::arange(8, at::kLong).div(4, "floor"), 2, 4).equal(Idx({0, 1, 2, 3})));
+  // Reordered storage: a chunk holds scattered positions; they come back ascending.
+  at::Tensor scattered = Idx({1, 0, 1, 0, 1, 0, 1, 0});  // chunk 1 = even positions
+  at::Tensor even_heavy = at::tensor({1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0}, at::kFloat).view({1, 8});
+  EXPECT_TRUE(AgreedChunkTokens(even_heavy, scattered, 2, 2).equal(Idx({0, 2, 4, 6})));
+}
+
 TEST(Select, FallbackWhenProbeHeadsDisagree) {
   // Heads that agree exactly: similarity 1 > t for any alpha > 0.
   at::Tensor same = at::tensor({5.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, at::kFloat).repeat({3, 1});
@@ -144,6 +166,28 @@ TEST(Select, RetentionOneEqualsFullReuse) {
   auto [never, never_sel] = score({SelectorKind::kItf, 0.25, 0.0, 3});
   EXPECT_EQ(never, h2o);
   EXPECT_DOUBLE_EQ(never_sel.FallbackShare(), 1.0);
+  // The chunk unit, probe heads always trusted (a huge alpha puts t near 0;
+  // this random model's heads rarely pass at 0.6), keeps whole 8-token
+  // chunks on every layer: at least k, under k + 8 tokens, and a different
+  // answer than the token unit.
+  auto [trusted, trusted_sel] = score({SelectorKind::kItf, 0.25, 1000, 3});
+  EXPECT_DOUBLE_EQ(trusted_sel.FallbackShare(), 0.0);
+  SelectorOptions chunked{SelectorKind::kItf, 0.25, 1000, 3, ItfUnit::kChunk, 8};
+  auto [chunk_ll, chunk_sel] = score(chunked);
+  EXPECT_NE(chunk_ll, trusted);
+  EXPECT_DOUBLE_EQ(chunk_sel.FallbackShare(), 0.0);
+  for (size_t l = 0; l < chunk_sel.kept.size(); ++l) {
+    const int64_t total = chunk_sel.total[l], kept = chunk_sel.kept[l];
+    const int64_t k = RetainedTokens(0.25, total);
+    EXPECT_GE(kept, k) << "layer " << l;
+    EXPECT_LT(kept, k + 8) << "layer " << l;
+  }
+  // Chunks as long as the prefix: the one chunk holds everything, so this is
+  // full reuse exactly.
+  chunked.chunk_tokens = 4096;
+  auto [whole, whole_sel] = score(chunked);
+  EXPECT_DOUBLE_EQ(whole_sel.FallbackShare(), 0.0);
+  EXPECT_EQ(whole, full);
 }
 
 // Documents share different lengths of the prefix's tokens (a document that

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sweeps through the real executable on a tiny checkpoint: run with two
-# retentions x two chunk sizes and eval with two alphas write one result per
-# combination, each naming its own parameters, in the documented order.
+# retentions x two chunk sizes and eval with two ITF units x two alphas write
+# one result per combination, each naming its own parameters, in the
+# documented order.
 # Usage: sweep_cli.sh IMPRESS_BINARY FIXTURES_DIR DATA_DIR
 set -euo pipefail
 bin=$1; fixtures=$2; data=$3
@@ -12,7 +13,7 @@ export OMP_NUM_THREADS=1
   --requests 2 --warmup 1 --gpu-cache 64K --cpu-cache 128K --store "$tmp/store" \
   --retention 0.25,0.5 --chunk 16,32 --json "$tmp/run.json" >/dev/null
 "$bin" eval --model "$model" --data "$data" --task copa --shots 2 --limit 3 --system impress-itf --retention 0.25 \
-  --alpha 0,0.6 --json "$tmp/eval.json" >/dev/null
+  --itf-unit token,chunk --chunk 8 --alpha 0,0.6 --json "$tmp/eval.json" >/dev/null
 python3 - "$tmp" <<'PY'
 import json, os, sys
 t = sys.argv[1]
@@ -22,8 +23,12 @@ assert got == [(0.25, 16), (0.25, 32), (0.5, 16), (0.5, 32)], got
 assert all([x["system"] for x in r["runs"]] == ["as", "impress"] for r in run)
 assert sorted(os.listdir(os.path.join(t, "store"))) == ["chunk16", "chunk32"], os.listdir(os.path.join(t, "store"))
 ev = json.load(open(os.path.join(t, "eval.json")))["sweep"]
-assert [e["alpha"] for e in ev] == [0, 0.6], [e["alpha"] for e in ev]
-# alpha = 0 never trusts the probe heads: every probed layer falls back.
-assert ev[0]["results"][0]["fallback_share"] == 1.0, ev[0]["results"][0]
-print("sweep_cli: run 4 points, eval 2 points")
+got = [(e["itf_unit"], e["alpha"], e["chunk"]) for e in ev]
+assert got == [("token", 0, 8), ("token", 0.6, 8), ("chunk", 0, 8), ("chunk", 0.6, 8)], got
+# alpha = 0 never trusts the probe heads: every probed layer falls back, and
+# the unit of the agreed set does not matter.
+for e in (ev[0], ev[2]):
+    assert e["results"][0]["fallback_share"] == 1.0, e["results"][0]
+assert ev[0]["results"][0]["gold_loglik_mean"] == ev[2]["results"][0]["gold_loglik_mean"]
+print("sweep_cli: run 4 points, eval 4 points")
 PY

@@ -1,5 +1,5 @@
 // impress eval: lm-eval-style multiple-choice accuracy behind a shared
-// few-shot prefix. --retention and --alpha take comma-separated lists.
+// few-shot prefix. --itf-unit, --retention and --alpha take comma-separated lists.
 #include <fstream>
 #include <iostream>
 
@@ -46,6 +46,7 @@ int RunEval(EvalOptions o) {
   }
   std::vector<nlohmann::ordered_json> results;
   for (const SweepPoint& p : SweepPoints(o.axes)) {
+    c.itf_unit = p.itf_unit;
     c.alpha = p.alpha;
     c.retention = p.retention;
     auto r = EvalTasks(**model, **tok, c);
@@ -81,6 +82,8 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
                                          "(impress-itf-ro and impress choose as impress-itf does)")
       ->check(CLI::IsMember({"recomp", "as", "h2o-lru", "h2o-lfu", "impress-itf", "impress-itf-ro", "impress"}));
   AddSweepOptions(cmd, &o->axes, false);
+  cmd->add_option("--chunk", c->chunk, "tokens per chunk the chunk ITF unit selects (the prefix cut as a store cuts it)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", c->seed, "seed of the few-shot sample");
   cmd->add_option("--data", c->data, "folder with <task>/<split>.jsonl (make data)");
   cmd->add_option("--json", o->json_path, "write the results as JSON ({\"sweep\": [...]} when a list sweeps)");

@@ -1,6 +1,7 @@
 // impress run: a request stream over a prefix pool through one or more
-// systems; TTFT, I/O and accuracy per system. --alpha, --retention, --chunk
-// and --pool take comma-separated lists and run their cross product.
+// systems; TTFT, I/O and accuracy per system. --itf-unit, --alpha,
+// --retention, --chunk and --pool take comma-separated lists and run their
+// cross product.
 #include <iostream>
 
 #include "cli/commands.h"
@@ -42,6 +43,7 @@ int RunRun(RunOptions o) {
   std::vector<nlohmann::ordered_json> results;
   const std::string store = c.store;
   for (const SweepPoint& p : SweepPoints(o.axes)) {
+    c.itf_unit = p.itf_unit;
     c.alpha = p.alpha;
     c.retention = p.retention;
     c.chunk = p.chunk;
@@ -66,6 +68,10 @@ int RunRun(RunOptions o) {
 }  // namespace
 
 void AddSweepOptions(CLI::App* cmd, SweepAxes* axes, bool run_axes) {
+  cmd->add_option("--itf-unit", axes->itf_unit,
+                  "IMPRESS agreed set: token (k tokens, the paper) or chunk (whole chunks ranked by the probe heads, "
+                  "as many as hold k tokens); a list sweeps")
+      ->delimiter(',')->check(CLI::IsMember({"token", "chunk"}));
   cmd->add_option("--retention", axes->retention, "share of prefix tokens kept (h2o, impress); a list sweeps")
       ->delimiter(',')->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--alpha", axes->alpha, "IMPRESS threshold exponent: t = ((k/n)/(2-k/n))^alpha; a list sweeps")

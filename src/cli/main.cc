@@ -91,7 +91,13 @@ int main(int argc, char** argv) {
   impress::AddStoreCommand(app, &commands);
   impress::AddRegressCommand(app, &commands);
   impress::AddReproduceCommand(app, &commands);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // One line, as every other bad input gets.
+    return impress::Fail(impress::Status::Error(std::string(e.what()) + " (--help lists the options)"));
+  }
   try {
     for (auto& [cmd, run] : commands)
       if (cmd->parsed()) return run();

@@ -94,9 +94,10 @@ class ReuseKv final : public KvProvider {
 // reads every chunk's keys, picks each head's top-k and reads the values of
 // the chunks holding a chosen token; IMPRESS reads the probe keys only, and
 // when the probe heads agree reads keys and values of the chunks holding the
-// agreed tokens, else takes the H2O path. Works in token order: what is read
-// in the lease's stored order is put back in token order first, and chosen
-// tokens are found in the stored order through the lease's slots.
+// agreed tokens (with ItfUnit::kChunk: the best chunks, in stored order, all
+// of whose tokens are kept), else takes the H2O path. Works in token order:
+// what is read in the lease's stored order is put back in token order first,
+// and chosen tokens are found in the stored order through the lease's slots.
 class StoreSelector {
  public:
   StoreSelector(PrefixStore& store, const Model& model, const PrefixLease& lease, const SelectorOptions& opt,
@@ -139,7 +140,12 @@ class StoreSelector {
       ItfDecision d = DecideItf(imp, k, opt_.alpha);
       if (d.trusted) {
         Record(l, imp, qkv.q.size(1));
-        at::Tensor slots = store_.SlotsOf(lease_, l, d.agreed.cpu());
+        at::Tensor agreed = d.agreed.cpu();
+        if (opt_.unit == ItfUnit::kChunk) {
+          at::Tensor chunk_of = store_.SlotsOf(lease_, l, at::arange(p, at::kLong)).div(c, "floor");
+          agreed = AgreedChunkTokens(imp, chunk_of, n, k);
+        }
+        at::Tensor slots = store_.SlotsOf(lease_, l, agreed);
         std::vector<int64_t> need = Chunks(slots, c);
         if (!FetchSome(l, kKeys | kValues, need, &parts)) return {};
         CountImportant(l, slots, c, need, parts);
@@ -147,7 +153,7 @@ class StoreSelector {
         SelectedPrefix s;
         s.kv = PrefixKv{Keys(parts, need).index_select(1, local), Values(parts, need).index_select(1, local), {}};
         s.total = p;
-        s.kept = k;
+        s.kept = agreed.numel();
         s.probed = true;
         s.similarity = d.similarity;
         return s;

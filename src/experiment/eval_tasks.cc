@@ -76,9 +76,12 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   select.kind = kind;
   select.retention = c.retention;
   select.alpha = c.alpha;
+  ASSIGN_OR_RETURN(select.unit, ParseItfUnit(c.itf_unit));
+  select.chunk_tokens = c.chunk;
   Scorer scorer(model, tok, select);
   nlohmann::ordered_json j = {{"system", c.system}, {"shots", c.shots}, {"seed", c.seed}, {"limit", c.limit},
-                              {"retention", c.retention}, {"alpha", c.alpha}};
+                              {"retention", c.retention}, {"alpha", c.alpha},
+                              {"itf_unit", c.itf_unit}, {"chunk", c.chunk}};
   j["results"] = nlohmann::json::array();
   for (const TaskSpec* t : tasks) {
     ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTask(c, *t, scorer));
@@ -88,9 +91,10 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
 }
 
 void PrintEvalReport(const nlohmann::ordered_json& j, std::FILE* out) {
-  std::fprintf(out, "model %s, system %s, %d-shot, seed %llu, retention %.3g, alpha %.3g\n\n",
+  std::fprintf(out, "model %s, system %s, %d-shot, seed %llu, retention %.3g, alpha %.3g, ITF unit %s (chunk %d)\n\n",
                j.value("model", std::string("?")).c_str(), j["system"].get<std::string>().c_str(), j["shots"].get<int>(),
-               j["seed"].get<unsigned long long>(), j["retention"].get<double>(), j["alpha"].get<double>());
+               j["seed"].get<unsigned long long>(), j["retention"].get<double>(), j["alpha"].get<double>(),
+               j.value("itf_unit", std::string("token")).c_str(), j.value("chunk", 64));
   std::fprintf(out, "| %-10s | %5s | %7s | %7s | %8s | %8s | %6s | %6s | %8s |\n", "task", "n", "acc", "acc_norm", "acc_se",
                "norm_se", "prefix", "kept", "fallback");
   std::fprintf(out, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------", "-------", "---------", "----------", "----------",

@@ -28,6 +28,8 @@ struct EvalConfig {
   int limit = 0;                   // the first N documents of each split (0: all)
   uint64_t seed = 1234;            // of the few-shot sample
   double retention = 1.0, alpha = 0.6;
+  std::string itf_unit = "token";  // IMPRESS agreed set: "token" (the paper) or "chunk"
+  int chunk = 64;                  // chunk size of the "chunk" unit (the prefix is cut as a store would)
   std::ostream* samples = nullptr; // per-document records (JSONL) when set
   // Applied to every loaded document (shots and scored ones) before prompts
   // are built: lets a test alter what a template produced.

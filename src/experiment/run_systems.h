@@ -33,6 +33,7 @@ struct RunConfig {
   std::string kv_dtype = "float16";
   double mean = 0.5, spread = 0.2;                 // prefix popularity (fractions of the pool)
   double retention = 0.25, alpha = 0.6;
+  std::string itf_unit = "token";                  // IMPRESS agreed set: "token" (the paper) or "chunk"
   uint64_t seed = 1234;
   bool prefetch = true;
   int reorder_every = 0;                           // RO systems: background pass every N requests (0: never)

@@ -4,10 +4,11 @@ namespace impress {
 
 std::vector<SweepPoint> SweepPoints(const SweepAxes& a) {
   std::vector<SweepPoint> points;
-  for (double alpha : a.alpha)
-    for (double retention : a.retention)
-      for (int chunk : a.chunk)
-        for (int pool : a.pool) points.push_back({alpha, retention, chunk, pool});
+  for (const std::string& unit : a.itf_unit)
+    for (double alpha : a.alpha)
+      for (double retention : a.retention)
+        for (int chunk : a.chunk)
+          for (int pool : a.pool) points.push_back({unit, alpha, retention, chunk, pool});
   return points;
 }
 

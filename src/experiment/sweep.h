@@ -11,21 +11,23 @@ namespace impress {
 
 // The swept parameters; each list holds at least one value.
 struct SweepAxes {
+  std::vector<std::string> itf_unit = {"token"};
   std::vector<double> alpha = {0.6};
   std::vector<double> retention = {0.25};
   std::vector<int> chunk = {64};
   std::vector<int> pool = {8};
 
-  size_t size() const { return alpha.size() * retention.size() * chunk.size() * pool.size(); }
+  size_t size() const { return itf_unit.size() * alpha.size() * retention.size() * chunk.size() * pool.size(); }
   bool swept() const { return size() > 1; }
 };
 
 struct SweepPoint {
+  std::string itf_unit;
   double alpha, retention;
   int chunk, pool;
 };
 
-// Every combination, nested as alpha, retention, chunk, pool (pool fastest).
+// Every combination, nested as ITF unit, alpha, retention, chunk, pool (pool fastest).
 std::vector<SweepPoint> SweepPoints(const SweepAxes& axes);
 
 // {"sweep": [results...]} for several points; the one result unchanged for one.

@@ -66,6 +66,23 @@ at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64
   return std::get<0>(order.slice(0, 0, k).sort()).to(sets.device());
 }
 
+at::Tensor AgreedChunkTokens(const at::Tensor& importance, const at::Tensor& chunk_of, int64_t n_chunks, int64_t k) {
+  IMPRESS_CHECK(chunk_of.numel() == importance.size(1) && n_chunks >= 1);
+  at::Tensor total = importance.to(at::kDouble).sum(0).cpu();
+  at::Tensor score = at::zeros({n_chunks}, at::kDouble).index_add_(0, chunk_of, total);
+  at::Tensor size = at::zeros({n_chunks}, at::kLong).index_add_(0, chunk_of, at::ones_like(chunk_of));
+  at::Tensor order = std::get<1>(score.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
+  at::Tensor taken = at::zeros({n_chunks}, at::kBool);
+  auto ord = order.accessor<int64_t, 1>();
+  auto sz = size.accessor<int64_t, 1>();
+  auto tk = taken.accessor<bool, 1>();
+  for (int64_t i = 0, held = 0; i < n_chunks && held < k; ++i) {
+    tk[ord[i]] = true;
+    held += sz[ord[i]];
+  }
+  return taken.index_select(0, chunk_of).nonzero().flatten();
+}
+
 ItfDecision DecideItf(const at::Tensor& probe_importance, int64_t k, double alpha) {
   ItfDecision d;
   const int64_t n = probe_importance.size(1);

@@ -49,9 +49,14 @@ SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv,
     f.similarity = d.similarity;
     return f;
   }
-  at::Tensor idx = d.agreed.to(pk.device());
+  at::Tensor idx = d.agreed;
+  if (opt.unit == ItfUnit::kChunk) {
+    const int64_t c = opt.chunk_tokens;
+    idx = AgreedChunkTokens(imp, at::arange(p, at::kLong).div(c, "floor"), (p + c - 1) / c, k);
+  }
+  idx = idx.to(pk.device());
   s.kv = PrefixKv{pk.index_select(1, idx), pv.index_select(1, idx), {}};
-  s.kept = k;
+  s.kept = idx.numel();
   s.probed = true;
   s.similarity = d.similarity;
   return s;
@@ -109,6 +114,14 @@ PrefixKv SelectedContextKv::Prefix(const LayerQkv& qkv) {
     out.keep = at::cat({p.keep, at::ones({p.keep.size(0), tail.k.size(1)}, p.keep.options())}, 1);
   return out;
 }
+
+StatusOr<ItfUnit> ParseItfUnit(const std::string& name) {
+  if (name == "token") return ItfUnit::kToken;
+  if (name == "chunk") return ItfUnit::kChunk;
+  return Status::Error("--itf-unit: unknown unit '" + name + "' (token, chunk)");
+}
+
+const char* ItfUnitName(ItfUnit unit) { return unit == ItfUnit::kChunk ? "chunk" : "token"; }
 
 StatusOr<SelectorKind> SelectorForSystem(const std::string& system) {
   if (system == "recomp" || system == "as") return SelectorKind::kFull;

@@ -16,18 +16,28 @@ namespace impress {
 
 enum class SelectorKind { kFull, kH2O, kItf };
 
+// What IMPRESS's agreed set is made of when the probe heads are trusted:
+// exactly k tokens (the paper), or whole chunks ranked by the probe heads'
+// summed importance, as many as hold k tokens (this project's variant: it
+// attends to every token of each chunk it reads, so bytes read track k).
+enum class ItfUnit { kToken, kChunk };
+StatusOr<ItfUnit> ParseItfUnit(const std::string& name);  // "token" or "chunk"
+const char* ItfUnitName(ItfUnit unit);
+
 struct SelectorOptions {
   SelectorKind kind = SelectorKind::kFull;
   double retention = 1.0;  // share of prefix tokens kept per head (k = ceil(retention * P))
   double alpha = 0.6;      // IMPRESS threshold exponent
   int probe_heads = 3;     // IMPRESS probe query heads (the first ones)
+  ItfUnit unit = ItfUnit::kToken;
+  int chunk_tokens = 64;   // chunk size of ItfUnit::kChunk when selecting from memory (a store uses its own)
 };
 
 // The prefix KV one layer attends to, and how it was chosen.
 struct SelectedPrefix {
   PrefixKv kv;             // keys/values [Hkv, U, d]; keep [Hq, U] when heads differ
   int64_t total = 0;       // prefix tokens available (P)
-  int64_t kept = 0;        // tokens each head attends to (k, or P)
+  int64_t kept = 0;        // tokens each head attends to (k, P, or the chosen chunks' tokens)
   bool probed = false;     // IMPRESS ran its probe test
   bool fallback = false;   // ... and fell back to the H2O path
   double similarity = 0;   // mean pairwise Jaccard of the probe heads

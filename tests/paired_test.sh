@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/paired_test.py on constructed samples: the exact McNemar p-values of
+# textbook cases (b, c discordant pairs): (0, 6) -> 2/2^6 = 0.031,
+# (1, 9) -> 2 * (1 + 10) / 2^10 = 0.021, (3, 3) -> 1; bad input is one line.
+set -euo pipefail
+script=$1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# rec TASK DOC PRED: gold is always 0, so pred 0 is right.
+rec() { printf '{"task":"%s","doc":%d,"gold":0,"pred":%d,"pred_norm":%d}\n' "$1" "$2" "$3" "$3"; }
+write() {  # task, both right, only A right, only B right, both wrong -> appends to a.jsonl, b.jsonl
+  local t=$1 i=0
+  for _ in $(seq 1 "$2"); do rec "$t" $i 0 >>"$tmp/a.jsonl"; rec "$t" $i 0 >>"$tmp/b.jsonl"; i=$((i+1)); done
+  for _ in $(seq 1 "$3"); do rec "$t" $i 0 >>"$tmp/a.jsonl"; rec "$t" $i 1 >>"$tmp/b.jsonl"; i=$((i+1)); done
+  for _ in $(seq 1 "$4"); do rec "$t" $i 1 >>"$tmp/a.jsonl"; rec "$t" $i 0 >>"$tmp/b.jsonl"; i=$((i+1)); done
+  for _ in $(seq 1 "$5"); do rec "$t" $i 1 >>"$tmp/a.jsonl"; rec "$t" $i 1 >>"$tmp/b.jsonl"; i=$((i+1)); done
+}
+write six 4 0 6 0
+write ten 10 1 9 0
+write even 5 3 3 9
+out=$(python3 "$script" "$tmp/a.jsonl" "$tmp/b.jsonl")
+echo "$out"
+grep -q '^| six | 10 | 0.400 | 1.000 | +60.00 | 0 | 6 | 0.031 |$' <<<"$out"
+grep -q '^| ten | 20 | 0.550 | 0.950 | +40.00 | 1 | 9 | 0.021 |$' <<<"$out"
+grep -q '^| even | 20 | 0.400 | 0.400 | +0.00 | 3 | 3 | 1.000 |$' <<<"$out"
+head -3 "$tmp/a.jsonl" >"$tmp/short.jsonl"
+if err=$(python3 "$script" "$tmp/a.jsonl" "$tmp/short.jsonl" 2>&1); then echo "mismatched documents accepted"; exit 1; fi
+grep -q "short.jsonl: scores other documents" <<<"$err"
+echo '{"task": 1}' >"$tmp/bad.jsonl"
+if err=$(python3 "$script" "$tmp/bad.jsonl" "$tmp/a.jsonl" 2>&1); then echo "malformed record accepted"; exit 1; fi
+grep -q "bad.jsonl:1: not an eval samples record" <<<"$err"
+echo "paired_test: ok"
