@@ -76,7 +76,8 @@ nlohmann::ordered_json ScaleJson(const FigureScale& s) {
           {"requests", s.requests}, {"warmup", s.warmup}, {"gpu_cache", s.gpu_cache}, {"cpu_cache", s.cpu_cache},
           {"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots},
           {"analysis_docs", s.analysis_docs}, {"retentions", s.retentions}, {"alphas", s.alphas},
-          {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype}, {"seed", s.seed}};
+          {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype}, {"itf_unit", s.itf_unit},
+          {"eval_chunk", s.eval_chunk}, {"seed", s.seed}};
 }
 
 // The command that reruns this figure at this scale, every knob spelled out.
@@ -90,8 +91,8 @@ std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
     << " --warmup " << s.warmup << " --gpu-cache " << o.tiers.gpu_cache << " --cpu-cache "
     << o.tiers.cpu_cache << " --disk-bw " << o.tiers.disk_bw << " --h2d-bw " << o.tiers.h2d_bw << " --docs " << s.docs << " --shots " << s.shots
     << " --analysis-docs " << s.analysis_docs << " --retention " << JoinNum(s.retentions) << " --alpha "
-    << JoinNum(s.alphas) << " --chunk " << JoinNum(s.chunks) << " --pool " << JoinNum(s.pools) << " --seed "
-    << s.seed;
+    << JoinNum(s.alphas) << " --chunk " << JoinNum(s.chunks) << " --pool " << JoinNum(s.pools) << " --itf-unit "
+    << s.itf_unit << " --eval-chunk " << s.eval_chunk << " --seed " << s.seed;
   return c.str();
 }
 
@@ -243,6 +244,10 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--alpha", s->alphas, "fig22's alphas")->delimiter(',')->check(CLI::NonNegativeNumber);
   cmd->add_option("--chunk", s->chunks, "fig23's chunk sizes")->delimiter(',')->check(CLI::PositiveNumber);
   cmd->add_option("--pool", s->pools, "fig24's pool sizes (prefixes)")->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--itf-unit", s->itf_unit, "IMPRESS agreed set in every IMPRESS run and eval: token (the paper) or chunk")
+      ->check(CLI::IsMember({"token", "chunk"}));
+  cmd->add_option("--eval-chunk", s->eval_chunk, "tokens per chunk the chunk unit cuts the accuracy evals' prefixes into")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", s->seed, "seed of prefixes, streams and few-shot samples");
   AddRuntimeFlags(cmd, &o->runtime);
   commands->push_back({cmd, [o] { return RunReproduce(*o); }});

@@ -48,7 +48,7 @@ ojson Key(const std::string& model, const RunConfig& c) {
           {"prefix_tokens", c.prefix_tokens}, {"requests", c.requests}, {"warmup", c.warmup}, {"chunk", c.chunk},
           {"gpu", c.gpu_cache}, {"cpu", c.cpu_cache}, {"disk_bw", c.disk_bw}, {"h2d_bw", c.h2d_bw},
           {"policy", c.policy}, {"kv", c.kv_dtype}, {"retention", c.retention}, {"alpha", c.alpha},
-          {"seed", c.seed}, {"mean", c.mean}, {"spread", c.spread}};
+          {"itf_unit", c.itf_unit}, {"seed", c.seed}, {"mean", c.mean}, {"spread", c.spread}};
 }
 
 // Names the experiment about to run on stderr (they take minutes).
@@ -82,6 +82,7 @@ RunConfig FigureRunner::BaseRun(const std::string& task) const {
   c.h2d_bw = scale_.h2d_bw;
   c.kv_dtype = scale_.kv_dtype;
   c.retention = TtftRetention(task);
+  c.itf_unit = scale_.itf_unit;
   c.seed = scale_.seed;
   return c;
 }
@@ -92,6 +93,8 @@ EvalConfig FigureRunner::BaseEval(std::vector<std::string> tasks) const {
   c.shots = scale_.shots;
   c.limit = scale_.docs;
   c.seed = scale_.seed;
+  c.itf_unit = scale_.itf_unit;
+  c.chunk = scale_.eval_chunk;
   return c;
 }
 
@@ -115,7 +118,8 @@ StatusOr<ojson> FigureRunner::Run(const FigureModel& m, RunConfig c) {
 StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
   c.data = data_;
   const std::string key = ojson{{"model", m.dir}, {"tasks", c.tasks}, {"system", c.system}, {"shots", c.shots},
-                                {"limit", c.limit}, {"seed", c.seed}, {"retention", c.retention}, {"alpha", c.alpha}}
+                                {"limit", c.limit}, {"seed", c.seed}, {"retention", c.retention}, {"alpha", c.alpha},
+                                {"itf_unit", c.itf_unit}, {"chunk", c.chunk}}
                               .dump();
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;

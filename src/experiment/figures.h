@@ -38,6 +38,10 @@ struct FigureScale {
   std::vector<int> chunks = {16, 32, 64, 128, 256};        // Fig. 23
   std::vector<int> pools = {4, 8, 16, 32};                 // Fig. 24
   std::string kv_dtype = "float16";
+  // IMPRESS's agreed set in every IMPRESS run and eval: "token" (the paper)
+  // or "chunk"; evals cut their short few-shot prefixes into eval_chunk tokens.
+  std::string itf_unit = "token";
+  int eval_chunk = 16;
   uint64_t seed = 1234;
 };
 

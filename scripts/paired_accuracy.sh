@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Paired accuracy of impress-itf (token and chunk units) against h2o-lru on
+# the same documents: per task and retention, both systems' acc, the
+# documents only one got right, and the exact McNemar p-value
+# (scripts/paired_test.py). Writes OUT_DIR/paired.md and each eval's JSON;
+# per-document samples stay in OUT_DIR/samples (not meant for committing).
+# Usage: scripts/paired_accuracy.sh MODEL BUILD OUT_DIR TASKS SHOTS LIMIT CHUNK RETENTION...
+#   TASKS: comma-separated; CHUNK: the chunk unit's chunk size; LIMIT 0: full splits.
+# JOBS=N runs N evals at once, each with THREADS LibTorch threads. A run
+# whose JSON exists is skipped, so an interrupted sweep resumes.
+set -euo pipefail
+model=$1; build=$2; out=$3; tasks=$4; shots=$5; limit=$6; chunk=$7; shift 7
+retentions=("$@")
+jobs=${JOBS:-1}; threads=${THREADS:-0}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out/samples"
+export model build out shots limit chunk threads
+for t in ${tasks//,/ }; do
+  for r in "${retentions[@]}"; do
+    echo "$t $r h2o-lru token"; echo "$t $r impress-itf token"; echo "$t $r impress-itf chunk"
+  done
+done | xargs -P "$jobs" -L1 bash -c '
+  name="$0_r$1_$2_$3"
+  f="$out/$name.json"
+  [ -s "$f" ] || "$build/impress" eval --model "$model" --task "$0" --shots "$shots" --limit "$limit" \
+      --system "$2" --retention "$1" --itf-unit "$3" --chunk "$chunk" --threads "$threads" \
+      --samples "$out/samples/$name.jsonl" --json "$f.tmp" >/dev/null
+  [ -s "$f" ] || mv "$f.tmp" "$f"'
+python3 - "$here" "$out" "$model" "$tasks" "$shots" "$limit" "$chunk" "${retentions[@]}" <<'PY'
+import os, sys
+here, out, model, tasks, shots, limit, chunk, *retentions = sys.argv[1:]
+sys.path.insert(0, here)
+from paired_test import load, mcnemar_exact
+lines = [f"# Paired accuracy: impress-itf against h2o-lru, {model}, {shots}-shot, "
+         f"{'first ' + limit + ' documents per task' if limit != '0' else 'full splits'}", "",
+         f"`scripts/paired_accuracy.sh {model} build {out} {tasks} {shots} {limit} {chunk} {' '.join(retentions)}`", "",
+         f"The chunk unit over {chunk}-token chunks. Discordant documents: only one of the two systems answers",
+         "correctly; p: exact two-sided McNemar test of equal accuracy (scripts/paired_test.py).", "",
+         "| task | n | retention | impress-itf unit | h2o-lru acc | impress-itf acc | kept share | difference (points) | only h2o-lru right | only impress-itf right | McNemar p |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+import json
+for t in tasks.split(","):
+    for r in retentions:
+        a = load(os.path.join(out, "samples", f"{t}_r{r}_h2o-lru_token.jsonl"), "acc")
+        for unit in ("token", "chunk"):
+            name = f"{t}_r{r}_impress-itf_{unit}"
+            b = load(os.path.join(out, "samples", name + ".jsonl"), "acc")
+            assert a.keys() == b.keys(), name
+            kept = json.load(open(os.path.join(out, name + ".json")))["results"][0]["kept_share"]
+            n = len(a)
+            only_a = sum(a[k] and not b[k] for k in a)
+            only_b = sum(b[k] and not a[k] for k in a)
+            acc_a, acc_b = sum(a.values()) / n, sum(b.values()) / n
+            lines.append(f"| {t} | {n} | {r} | {unit} | {acc_a:.3f} | {acc_b:.3f} | {kept:.2f} | "
+                         f"{100 * (acc_b - acc_a):+.2f} | {only_a} | {only_b} | {mcnemar_exact(only_a, only_b):.3f} |")
+text = "\n".join(lines) + "\n"
+open(os.path.join(out, "paired.md"), "w").write(text)
+print(text)
+PY
