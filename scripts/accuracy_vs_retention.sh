@@ -57,7 +57,7 @@ for r in retentions:
 lines.append("")
 for v, g in gaps.items():
     lines.append(f"{v} minus h2o-lru over {len(g)} (task, retention) cells: mean {sum(g)/len(g):+.2f} "
-                 f"points, largest gap {max(g, key=abs):+.2f} points, {sum(abs(x) <= 1 for x in g)} cells within 1 point.")
+                 f"points, largest gap {max(g, key=abs):+.2f} points, {sum(abs(x) <= 1 + 1e-9 for x in g)} cells within 1 point.")
 text = "\n".join(lines) + "\n"
 open(os.path.join(out, "accuracy_vs_retention.md"), "w").write(text)
 print(text)
