@@ -72,6 +72,7 @@ echo '{"config": ' >"$tmp/bad.json"
 expect "malformed expected numbers" "$tmp/bad.json: not JSON" -- regress --model "$src" --expected "$tmp/bad.json"
 
 expect "unknown ITF unit" "--itf-unit: bogus not in {token,chunk} (--help lists the options)" -- eval --model "$src" --itf-unit bogus
+expect "chunk of 0 tokens" "--chunk: must be a positive number, not '0' (--help lists the options)" -- run --model "$src" --chunk 16,0
 expect "unknown option" "The following argument was not expected: --bogus" -- run --model "$src" --bogus
 
 echo "cli_errors: $passed passed, $failures failed"

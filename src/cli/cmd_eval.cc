@@ -75,15 +75,15 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
   cmd->add_option("--task", o->task, "piqa, rte, copa, openbookqa, or all");
   cmd->add_option("--shots", c->shots, "few-shot examples in the prefix shared by every document")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   cmd->add_option("--limit", c->limit, "score the first N documents of each split (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   cmd->add_option("--system", c->system, "recomp, as, h2o-lru, h2o-lfu or impress-itf: which prefix KV documents attend to "
                                          "(impress-itf-ro and impress choose as impress-itf does)")
       ->check(CLI::IsMember({"recomp", "as", "h2o-lru", "h2o-lfu", "impress-itf", "impress-itf-ro", "impress"}));
   AddSweepOptions(cmd, &o->axes, false);
   cmd->add_option("--chunk", c->chunk, "tokens per chunk the chunk ITF unit selects (the prefix cut as a store cuts it)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   cmd->add_option("--seed", c->seed, "seed of the few-shot sample");
   cmd->add_option("--data", c->data, "folder with <task>/<split>.jsonl (make data)");
   cmd->add_option("--json", o->json_path, "write the results as JSON ({\"sweep\": [...]} when a list sweeps)");

@@ -57,7 +57,7 @@ void AddGenerateCommand(CLI::App& app, std::vector<Command>* commands) {
   CLI::App* cmd = app.add_subcommand("generate", "Greedy continuation of a prompt");
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
   cmd->add_option("--prompt", o->prompt, "prompt text (tokenized with the model's special tokens)")->required();
-  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "tokens to generate")->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "tokens to generate")->check(PositiveNumber());
   cmd->add_flag("--ids", o->ids, "print the generated token ids as JSON instead of text");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past the end-of-sequence token");
   AddRuntimeFlags(cmd, &o->runtime);

@@ -232,22 +232,22 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl (make data)");
   cmd->add_option("--tasks", o->tasks, "tasks of the multi-task figures (comma-separated)");
   cmd->add_option("--task", s->task, "task of the single-task figures (fig22-25, motivation)");
-  cmd->add_option("--prefixes", s->pool, "prefixes in the pool")->check(CLI::PositiveNumber);
-  cmd->add_option("--prefix-tokens", s->prefix_tokens, "tokens per prefix")->check(CLI::PositiveNumber);
-  cmd->add_option("--requests", s->requests, "measured requests per system")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", s->warmup, "warm-up requests per system")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prefixes", s->pool, "prefixes in the pool")->check(PositiveNumber());
+  cmd->add_option("--prefix-tokens", s->prefix_tokens, "tokens per prefix")->check(PositiveNumber());
+  cmd->add_option("--requests", s->requests, "measured requests per system")->check(PositiveNumber());
+  cmd->add_option("--warmup", s->warmup, "warm-up requests per system")->check(NonNegativeNumber());
   o->tiers.Add(cmd);
-  cmd->add_option("--docs", s->docs, "documents per task for accuracy (0: all)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--shots", s->shots, "few-shot examples for accuracy")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--analysis-docs", s->analysis_docs, "documents for the motivation figures")->check(CLI::PositiveNumber);
+  cmd->add_option("--docs", s->docs, "documents per task for accuracy (0: all)")->check(NonNegativeNumber());
+  cmd->add_option("--shots", s->shots, "few-shot examples for accuracy")->check(NonNegativeNumber());
+  cmd->add_option("--analysis-docs", s->analysis_docs, "documents for the motivation figures")->check(PositiveNumber());
   cmd->add_option("--retention", s->retentions, "fig15's retentions")->delimiter(',')->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--alpha", s->alphas, "fig22's alphas")->delimiter(',')->check(CLI::NonNegativeNumber);
-  cmd->add_option("--chunk", s->chunks, "fig23's chunk sizes")->delimiter(',')->check(CLI::PositiveNumber);
-  cmd->add_option("--pool", s->pools, "fig24's pool sizes (prefixes)")->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--alpha", s->alphas, "fig22's alphas")->delimiter(',')->check(NonNegativeNumber());
+  cmd->add_option("--chunk", s->chunks, "fig23's chunk sizes")->delimiter(',')->check(PositiveNumber());
+  cmd->add_option("--pool", s->pools, "fig24's pool sizes (prefixes)")->delimiter(',')->check(PositiveNumber());
   cmd->add_option("--itf-unit", s->itf_unit, "IMPRESS agreed set in every IMPRESS run and eval: token (the paper) or chunk")
       ->check(CLI::IsMember({"token", "chunk"}));
   cmd->add_option("--eval-chunk", s->eval_chunk, "tokens per chunk the chunk unit cuts the accuracy evals' prefixes into")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveNumber());
   cmd->add_option("--seed", s->seed, "seed of prefixes, streams and few-shot samples");
   AddRuntimeFlags(cmd, &o->runtime);
   commands->push_back({cmd, [o] { return RunReproduce(*o); }});

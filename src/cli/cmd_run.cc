@@ -75,11 +75,11 @@ void AddSweepOptions(CLI::App* cmd, SweepAxes* axes, bool run_axes) {
   cmd->add_option("--retention", axes->retention, "share of prefix tokens kept (h2o, impress); a list sweeps")
       ->delimiter(',')->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--alpha", axes->alpha, "IMPRESS threshold exponent: t = ((k/n)/(2-k/n))^alpha; a list sweeps")
-      ->delimiter(',')->check(CLI::NonNegativeNumber);
+      ->delimiter(',')->check(NonNegativeNumber());
   if (!run_axes) return;
   cmd->add_option("--chunk", axes->chunk, "tokens per chunk; a list sweeps (one store folder per size)")
-      ->delimiter(',')->check(CLI::PositiveNumber);
-  cmd->add_option("--pool", axes->pool, "distinct prefixes; a list sweeps")->delimiter(',')->check(CLI::PositiveNumber);
+      ->delimiter(',')->check(PositiveNumber());
+  cmd->add_option("--pool", axes->pool, "distinct prefixes; a list sweeps")->delimiter(',')->check(PositiveNumber());
 }
 
 void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
@@ -91,9 +91,9 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--task", c->task, "piqa, rte, copa or openbookqa");
   cmd->add_option("--system", o->systems, std::string("comma-separated: ") + kSystemNames);
   AddSweepOptions(cmd, &o->axes, true);
-  cmd->add_option("--prefix-tokens", c->prefix_tokens, "target length of each prefix")->check(CLI::PositiveNumber);
-  cmd->add_option("--requests", c->requests, "measured requests")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", c->warmup, "requests run before measuring")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prefix-tokens", c->prefix_tokens, "target length of each prefix")->check(PositiveNumber());
+  cmd->add_option("--requests", c->requests, "measured requests")->check(PositiveNumber());
+  cmd->add_option("--warmup", c->warmup, "requests run before measuring")->check(NonNegativeNumber());
   o->tiers.Add(cmd);
   cmd->add_option("--store", c->store, "chunk store directory (kept across runs)");
   cmd->add_option("--policy", c->policy, "cache policy for every system (default: each system's own)")
@@ -106,7 +106,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
   cmd->add_option("--reorder-every", c->reorder_every,
                   "RO systems: besides the pass that ends the warm-up, reorder in the background after every N requests (0: never)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   cmd->add_option("--json", o->json_path, "write the results as JSON ({\"sweep\": [...]} when a list sweeps)");
   AddRuntimeFlags(cmd, &o->runtime);
   commands->push_back({cmd, [o] { return RunRun(*o); }});

@@ -18,6 +18,11 @@ namespace impress {
 
 using Command = std::pair<CLI::App*, std::function<int()>>;
 
+// Number checks for options, with a short message ("--chunk: must be a
+// positive number, not '0'"); CLI11's own name the range's double bounds.
+CLI::Validator PositiveNumber();
+CLI::Validator NonNegativeNumber();
+
 void AddInfoCommand(CLI::App& app, std::vector<Command>* commands);
 void AddTokenizeCommand(CLI::App& app, std::vector<Command>* commands);
 void AddGenerateCommand(CLI::App& app, std::vector<Command>* commands);

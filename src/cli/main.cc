@@ -2,6 +2,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -64,12 +65,32 @@ Status TierFlags::Parse(int64_t* gpu, int64_t* cpu, double* disk, double* h2d) c
   return Status::OK();
 }
 
+namespace {
+CLI::Validator NumberCheck(const char* name, bool (*ok)(double), const char* what) {
+  return CLI::Validator(
+      [ok, what](std::string& in) {
+        char* end = nullptr;
+        const double v = std::strtod(in.c_str(), &end);
+        if (in.empty() || *end != '\0' || !ok(v)) return "must be " + std::string(what) + ", not '" + in + "'";
+        return std::string();
+      },
+      name);
+}
+}  // namespace
+
+CLI::Validator PositiveNumber() {
+  return NumberCheck("POSITIVE", [](double v) { return v > 0; }, "a positive number");
+}
+CLI::Validator NonNegativeNumber() {
+  return NumberCheck("NONNEGATIVE", [](double v) { return v >= 0; }, "a number of at least 0");
+}
+
 void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags) {
   cmd->add_option("--device", flags->device, "cpu, cuda, or auto (cuda when a GPU is visible)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("--dtype", flags->dtype, "compute dtype: float32, float16, bfloat16, or auto (fp32 on CPU, fp16 on CUDA)")
       ->check(CLI::IsMember({"float32", "float16", "bfloat16", "auto"}));
-  cmd->add_option("--threads", flags->threads, "CPU threads for LibTorch (0: its default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", flags->threads, "CPU threads for LibTorch (0: its default)")->check(NonNegativeNumber());
 }
 
 void ApplyRuntimeFlags(const RuntimeFlags& flags) {
