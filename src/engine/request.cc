@@ -137,14 +137,14 @@ class StoreSelector {
       at::Tensor probe_keys = ToTokenOrder(l, store_.StackChunks(pk).narrow(0, 0, probe_kv));
       at::Tensor imp = PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys, qkv.k.slice(0, 0, probe_kv),
                                         qkv.scale).slice(0, 0, probes);
-      ItfDecision d = DecideItf(imp, k, opt_.alpha);
+      // The chunk unit ranks the chunks as stored (reordered ones included).
+      ItfDecision d = opt_.unit == ItfUnit::kChunk
+                          ? DecideItf(imp, k, opt_.alpha,
+                                      store_.SlotsOf(lease_, l, at::arange(p, at::kLong)).div(c, "floor"), n)
+                          : DecideItf(imp, k, opt_.alpha);
       if (d.trusted) {
         Record(l, imp, qkv.q.size(1));
-        at::Tensor agreed = d.agreed.cpu();
-        if (opt_.unit == ItfUnit::kChunk) {
-          at::Tensor chunk_of = store_.SlotsOf(lease_, l, at::arange(p, at::kLong)).div(c, "floor");
-          agreed = AgreedChunkTokens(imp, chunk_of, n, k);
-        }
+        const at::Tensor agreed = d.agreed.cpu();
         at::Tensor slots = store_.SlotsOf(lease_, l, agreed);
         std::vector<int64_t> need = Chunks(slots, c);
         if (!FetchSome(l, kKeys | kValues, need, &parts)) return {};

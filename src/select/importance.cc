@@ -83,14 +83,17 @@ at::Tensor AgreedChunkTokens(const at::Tensor& importance, const at::Tensor& chu
   return taken.index_select(0, chunk_of).nonzero().flatten();
 }
 
-ItfDecision DecideItf(const at::Tensor& probe_importance, int64_t k, double alpha) {
+ItfDecision DecideItf(const at::Tensor& probe_importance, int64_t k, double alpha, const at::Tensor& chunk_of,
+                      int64_t n_chunks) {
   ItfDecision d;
   const int64_t n = probe_importance.size(1);
   at::Tensor sets = TopKSets(probe_importance, k);
   d.similarity = MeanPairwiseJaccard(sets);
   d.threshold = SimilarityThreshold(k, n, alpha);
   d.trusted = d.similarity > d.threshold;
-  if (d.trusted) d.agreed = AgreedSet(sets, probe_importance, k);
+  if (!d.trusted) return d;
+  d.agreed = chunk_of.defined() ? AgreedChunkTokens(probe_importance, chunk_of, n_chunks, k)
+                                : AgreedSet(sets, probe_importance, k);
   return d;
 }
 

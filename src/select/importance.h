@@ -47,11 +47,14 @@ struct ItfDecision {
   bool trusted = false;     // similarity > threshold: the agreed set serves every head
   double similarity = 0;    // mean pairwise Jaccard of the probe heads' sets
   double threshold = 1;
-  at::Tensor agreed;        // [k] when trusted
+  at::Tensor agreed;        // when trusted: AgreedSet, or AgreedChunkTokens given chunks
 };
 
-// IMPRESS's test on the probe heads' importance [H_probe, P].
-ItfDecision DecideItf(const at::Tensor& probe_importance, int64_t k, double alpha);
+// IMPRESS's test on the probe heads' importance [H_probe, P]. With
+// `chunk_of` defined (see AgreedChunkTokens) a trusted decision keeps whole
+// chunks instead of the k agreed tokens (ItfUnit::kChunk).
+ItfDecision DecideItf(const at::Tensor& probe_importance, int64_t k, double alpha, const at::Tensor& chunk_of = {},
+                      int64_t n_chunks = 0);
 
 // k = ceil(retention * n), at least 1 and at most n.
 int64_t RetainedTokens(double retention, int64_t n);

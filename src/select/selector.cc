@@ -42,19 +42,17 @@ SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv,
   at::Tensor imp = PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), pk.slice(0, 0, probe_kv),
                                     qkv.k.slice(0, 0, probe_kv), qkv.scale)
                        .slice(0, 0, probes);
-  ItfDecision d = DecideItf(imp, k, opt.alpha);
+  const int64_t c = opt.chunk_tokens;
+  ItfDecision d = opt.unit == ItfUnit::kChunk
+                      ? DecideItf(imp, k, opt.alpha, at::arange(p, at::kLong).div(c, "floor"), (p + c - 1) / c)
+                      : DecideItf(imp, k, opt.alpha);
   if (!d.trusted) {
     SelectedPrefix f = H2O(qkv, pk, pv, k);
     f.probed = f.fallback = true;
     f.similarity = d.similarity;
     return f;
   }
-  at::Tensor idx = d.agreed;
-  if (opt.unit == ItfUnit::kChunk) {
-    const int64_t c = opt.chunk_tokens;
-    idx = AgreedChunkTokens(imp, at::arange(p, at::kLong).div(c, "floor"), (p + c - 1) / c, k);
-  }
-  idx = idx.to(pk.device());
+  at::Tensor idx = d.agreed.to(pk.device());
   s.kv = PrefixKv{pk.index_select(1, idx), pv.index_select(1, idx), {}};
   s.kept = idx.numel();
   s.probed = true;
@@ -120,8 +118,6 @@ StatusOr<ItfUnit> ParseItfUnit(const std::string& name) {
   if (name == "chunk") return ItfUnit::kChunk;
   return Status::Error("--itf-unit: unknown unit '" + name + "' (token, chunk)");
 }
-
-const char* ItfUnitName(ItfUnit unit) { return unit == ItfUnit::kChunk ? "chunk" : "token"; }
 
 StatusOr<SelectorKind> SelectorForSystem(const std::string& system) {
   if (system == "recomp" || system == "as") return SelectorKind::kFull;

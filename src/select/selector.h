@@ -22,7 +22,6 @@ enum class SelectorKind { kFull, kH2O, kItf };
 // attends to every token of each chunk it reads, so bytes read track k).
 enum class ItfUnit { kToken, kChunk };
 StatusOr<ItfUnit> ParseItfUnit(const std::string& name);  // "token" or "chunk"
-const char* ItfUnitName(ItfUnit unit);
 
 struct SelectorOptions {
   SelectorKind kind = SelectorKind::kFull;
