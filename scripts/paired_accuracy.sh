@@ -2,7 +2,8 @@
 # Paired accuracy of impress-itf (token and chunk units) against h2o-lru on
 # the same documents: per task and retention, both systems' acc, the
 # documents only one got right, and the exact McNemar p-value
-# (scripts/paired_test.py). Writes OUT_DIR/paired.md and each eval's JSON;
+# (scripts/paired_test.py); then the same for fidelity: how often each system
+# predicts what the full prefix KV (recomp) predicts. Writes OUT_DIR/paired.md and each eval's JSON;
 # per-document samples stay in OUT_DIR/samples (not meant for committing).
 # Usage: scripts/paired_accuracy.sh MODEL BUILD OUT_DIR TASKS SHOTS LIMIT CHUNK RETENTION...
 #   TASKS: comma-separated; CHUNK: the chunk unit's chunk size; LIMIT 0: full splits.
@@ -16,6 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out/samples"
 export model build out shots limit chunk threads
 for t in ${tasks//,/ }; do
+  echo "$t 1.0 recomp token"
   for r in "${retentions[@]}"; do
     echo "$t $r h2o-lru token"; echo "$t $r impress-itf token"; echo "$t $r impress-itf chunk"
   done
@@ -30,7 +32,7 @@ python3 - "$here" "$out" "$model" "$tasks" "$shots" "$limit" "$chunk" "${retenti
 import os, sys
 here, out, model, tasks, shots, limit, chunk, *retentions = sys.argv[1:]
 sys.path.insert(0, here)
-from paired_test import load, mcnemar_exact
+from paired_test import agreement, load, load_preds, mcnemar_exact
 lines = [f"# Paired accuracy: impress-itf against h2o-lru, {model}, {shots}-shot, "
          f"{'first ' + limit + ' documents per task' if limit != '0' else 'full splits'}", "",
          f"`scripts/paired_accuracy.sh {model} build {out} {tasks} {shots} {limit} {chunk} {' '.join(retentions)}`", "",
@@ -39,20 +41,33 @@ lines = [f"# Paired accuracy: impress-itf against h2o-lru, {model}, {shots}-shot
          "| task | n | retention | impress-itf unit | h2o-lru acc | impress-itf acc | kept share | difference (points) | only h2o-lru right | only impress-itf right | McNemar p |",
          "|---|---|---|---|---|---|---|---|---|---|---|"]
 import json
+fidelity = ["", "Fidelity: the share of documents on which a system predicts what the full prefix KV (recomp)",
+            "predicts, right or wrong, and the same McNemar test on it.", "",
+            "| task | n | retention | impress-itf unit | h2o-lru agrees | impress-itf agrees | difference (points) | only h2o-lru agrees | only impress-itf agrees | McNemar p |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+sample = lambda name: os.path.join(out, "samples", name + ".jsonl")
+def row(a, b):
+    n = len(a)
+    only_a = sum(a[k] and not b[k] for k in a)
+    only_b = sum(b[k] and not a[k] for k in a)
+    share_a, share_b = sum(a.values()) / n, sum(b.values()) / n
+    return (f"{share_a:.3f} | {share_b:.3f}", f"{100 * (share_b - share_a):+.2f} | {only_a} | {only_b} | "
+            f"{mcnemar_exact(only_a, only_b):.3f} |")
 for t in tasks.split(","):
+    ref = load_preds(sample(f"{t}_r1.0_recomp_token"), "acc")
     for r in retentions:
-        a = load(os.path.join(out, "samples", f"{t}_r{r}_h2o-lru_token.jsonl"), "acc")
+        h2o = f"{t}_r{r}_h2o-lru_token"
+        a, fa = load(sample(h2o), "acc"), agreement(sample(h2o), ref, "acc")
         for unit in ("token", "chunk"):
             name = f"{t}_r{r}_impress-itf_{unit}"
-            b = load(os.path.join(out, "samples", name + ".jsonl"), "acc")
-            assert a.keys() == b.keys(), name
+            b, fb = load(sample(name), "acc"), agreement(sample(name), ref, "acc")
+            assert a.keys() == b.keys() == ref.keys(), name
             kept = json.load(open(os.path.join(out, name + ".json")))["results"][0]["kept_share"]
-            n = len(a)
-            only_a = sum(a[k] and not b[k] for k in a)
-            only_b = sum(b[k] and not a[k] for k in a)
-            acc_a, acc_b = sum(a.values()) / n, sum(b.values()) / n
-            lines.append(f"| {t} | {n} | {r} | {unit} | {acc_a:.3f} | {acc_b:.3f} | {kept:.2f} | "
-                         f"{100 * (acc_b - acc_a):+.2f} | {only_a} | {only_b} | {mcnemar_exact(only_a, only_b):.3f} |")
+            shares, test = row(a, b)
+            lines.append(f"| {t} | {len(a)} | {r} | {unit} | {shares} | {kept:.2f} | {test}")
+            shares, test = row(fa, fb)
+            fidelity.append(f"| {t} | {len(a)} | {r} | {unit} | {shares} | {test}")
+lines += fidelity
 text = "\n".join(lines) + "\n"
 open(os.path.join(out, "paired.md"), "w").write(text)
 print(text)

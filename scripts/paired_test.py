@@ -8,7 +8,14 @@ two-sided McNemar p-value: under "A and B are equally accurate" each of the
 b + c discordant documents is A's with probability 1/2, so
 p = min(1, 2 * P[Binomial(b + c, 1/2) <= min(b, c)]).
 
-Usage: scripts/paired_test.py A.jsonl B.jsonl [--metric acc|acc_norm] [--label-a A] [--label-b B]
+With --reference R.jsonl (the same documents scored with the full prefix KV),
+a second table asks the same of fidelity instead of accuracy: the share of
+documents on which each system predicts what R predicts, right or wrong. That
+measures how much each selection changes the model's answers, without the
+noise of near-tied documents whose gold label a coin flip decides.
+
+Usage: scripts/paired_test.py A.jsonl B.jsonl [--reference R.jsonl] [--metric acc|acc_norm]
+                              [--label-a A] [--label-b B]
 """
 import argparse
 import json
@@ -16,17 +23,44 @@ import math
 import sys
 
 
-def load(path, metric):
+def load_preds(path, metric):
+    """{(task, doc): (prediction, gold)} of one samples file."""
     key = "pred" if metric == "acc" else "pred_norm"
-    right = {}
+    preds = {}
     with open(path) as f:
         for line_no, line in enumerate(f, 1):
             try:
                 r = json.loads(line)
-                right[(r["task"], r["doc"])] = r[key] == r["gold"]
+                preds[(r["task"], r["doc"])] = (r[key], r["gold"])
             except (ValueError, KeyError) as e:
                 sys.exit(f"{path}:{line_no}: not an eval samples record ({e})")
-    return right
+    return preds
+
+
+def load(path, metric):
+    """{(task, doc): whether the prediction is right}."""
+    return {k: pred == gold for k, (pred, gold) in load_preds(path, metric).items()}
+
+
+def agreement(path, ref, metric):
+    """{(task, doc): whether the prediction equals the reference's}."""
+    return {k: pred == ref[k][0] for k, (pred, _) in load_preds(path, metric).items()}
+
+
+def table(a, b, label, label_a, label_b):
+    """Markdown rows comparing the per-document booleans a and b per task."""
+    rows = [f"| task | n | {label_a} {label} | {label_b} {label} | B - A points | "
+            f"only A | only B | McNemar p |", "|---|---|---|---|---|---|---|---|"]
+    for t in dict.fromkeys(t for t, _ in a):
+        docs = [k for k in a if k[0] == t]
+        n = len(docs)
+        only_a = sum(a[k] and not b[k] for k in docs)
+        only_b = sum(b[k] and not a[k] for k in docs)
+        share_a = sum(a[k] for k in docs) / n
+        share_b = sum(b[k] for k in docs) / n
+        rows.append(f"| {t} | {n} | {share_a:.3f} | {share_b:.3f} | {100 * (share_b - share_a):+.2f} | {only_a} | "
+                    f"{only_b} | {mcnemar_exact(only_a, only_b):.3f} |")
+    return "\n".join(rows)
 
 
 def mcnemar_exact(b, c):
@@ -41,6 +75,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("a")
     ap.add_argument("b")
+    ap.add_argument("--reference", help="samples of the same documents with the full prefix KV")
     ap.add_argument("--metric", choices=["acc", "acc_norm"], default="acc")
     ap.add_argument("--label-a", default="A")
     ap.add_argument("--label-b", default="B")
@@ -48,19 +83,14 @@ def main():
     a, b = load(args.a, args.metric), load(args.b, args.metric)
     if a.keys() != b.keys():
         sys.exit(f"{args.b}: scores other documents than {args.a} ({len(a)} vs {len(b)} records)")
-    tasks = list(dict.fromkeys(t for t, _ in a))
-    print(f"| task | n | {args.label_a} {args.metric} | {args.label_b} {args.metric} | B - A points | "
-          f"only A right | only B right | McNemar p |")
-    print("|---|---|---|---|---|---|---|---|")
-    for t in tasks:
-        docs = [k for k in a if k[0] == t]
-        n = len(docs)
-        only_a = sum(a[k] and not b[k] for k in docs)
-        only_b = sum(b[k] and not a[k] for k in docs)
-        acc_a = sum(a[k] for k in docs) / n
-        acc_b = sum(b[k] for k in docs) / n
-        print(f"| {t} | {n} | {acc_a:.3f} | {acc_b:.3f} | {100 * (acc_b - acc_a):+.2f} | {only_a} | {only_b} | "
-              f"{mcnemar_exact(only_a, only_b):.3f} |")
+    print(table(a, b, args.metric, args.label_a, args.label_b))
+    if args.reference:
+        ref = load_preds(args.reference, args.metric)
+        if ref.keys() != a.keys():
+            sys.exit(f"{args.reference}: scores other documents than {args.a} ({len(ref)} vs {len(a)} records)")
+        print()
+        print(table(agreement(args.a, ref, args.metric), agreement(args.b, ref, args.metric),
+                    "agrees with full KV", args.label_a, args.label_b))
 
 
 if __name__ == "__main__":

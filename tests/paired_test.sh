@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/paired_test.py on constructed samples: the exact McNemar p-values of
 # textbook cases (b, c discordant pairs): (0, 6) -> 2/2^6 = 0.031,
-# (1, 9) -> 2 * (1 + 10) / 2^10 = 0.021, (3, 3) -> 1; bad input is one line.
+# (1, 9) -> 2 * (1 + 10) / 2^10 = 0.021, (3, 3) -> 1; with --reference, the
+# same test on agreement with the reference's predictions; bad input is one line.
 set -euo pipefail
 script=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -22,6 +23,22 @@ echo "$out"
 grep -q '^| six | 10 | 0.400 | 1.000 | +60.00 | 0 | 6 | 0.031 |$' <<<"$out"
 grep -q '^| ten | 20 | 0.550 | 0.950 | +40.00 | 1 | 9 | 0.021 |$' <<<"$out"
 grep -q '^| even | 20 | 0.400 | 0.400 | +0.00 | 3 | 3 | 1.000 |$' <<<"$out"
+# Agreement with a reference that is always wrong (pred 1): A predicts 1 on
+# docs 0-7, B on docs 0-1, so only A agrees on 6 documents and never only B.
+for i in $(seq 0 9); do
+  rec ref "$i" 1 >>"$tmp/r.jsonl"
+  rec ref "$i" $((i < 8 ? 1 : 0)) >>"$tmp/ra.jsonl"
+  rec ref "$i" $((i < 2 ? 1 : 0)) >>"$tmp/rb.jsonl"
+done
+out=$(python3 "$script" "$tmp/ra.jsonl" "$tmp/rb.jsonl" --reference "$tmp/r.jsonl")
+echo "$out"
+grep -q '^| ref | 10 | 0.200 | 0.800 | +60.00 | 0 | 6 | 0.031 |$' <<<"$out"
+grep -q '^| ref | 10 | 0.800 | 0.200 | -60.00 | 6 | 0 | 0.031 |$' <<<"$out"
+grep -q 'agrees with full KV' <<<"$out"
+if err=$(python3 "$script" "$tmp/ra.jsonl" "$tmp/rb.jsonl" --reference "$tmp/a.jsonl" 2>&1); then
+  echo "mismatched reference accepted"; exit 1
+fi
+grep -q "a.jsonl: scores other documents" <<<"$err"
 head -3 "$tmp/a.jsonl" >"$tmp/short.jsonl"
 if err=$(python3 "$script" "$tmp/a.jsonl" "$tmp/short.jsonl" 2>&1); then echo "mismatched documents accepted"; exit 1; fi
 grep -q "short.jsonl: scores other documents" <<<"$err"
