@@ -51,7 +51,12 @@ def headline(name, f):
     if name == "fig15":
         d = [r["impress-itf minus h2o-lru (points)"] for r in rows]
         within = sum(abs(x) <= 1 for x in d)
-        return f"impress-itf minus h2o-lru: mean {sum(d) / len(d):+.2f} points, within 1 point in {within} of {len(d)} cells"
+        text = f"impress-itf minus h2o-lru: mean {sum(d) / len(d):+.2f} points, within 1 point in {within} of {len(d)} cells"
+        if rows and "h2o-lru agrees with recomp" in rows[0]:
+            h = [r["h2o-lru agrees with recomp"] for r in rows]
+            i = [r["impress-itf agrees with recomp"] for r in rows]
+            text += f"; answers kept from recomp: h2o-lru {sum(h) / len(h):.2f}, impress-itf {sum(i) / len(i):.2f}"
+        return text
     if name == "fig16":
         t = by_task(f, "system", "h2o-lfu / system")
         return "impress " + rng((s["impress"] for s in t.values()), "{:.2f}", "x") + " lower than h2o-lfu; as " + \

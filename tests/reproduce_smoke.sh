@@ -2,6 +2,7 @@
 # Every `impress reproduce` driver end to end on two tiny checkpoints at a
 # tiny scale: each figure writes JSON with rows, CSV with a header and one
 # line per row, and markdown naming its command; scripts/plot.py draws each.
+# fig15 at retention 1 must give recomp's accuracy and answers.
 # Usage: reproduce_smoke.sh IMPRESS_BINARY FIXTURES_DIR DATA_DIR PLOT_SCRIPT
 set -euo pipefail
 bin=$1; fixtures=$2; data=$3; plot=$4
@@ -10,7 +11,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 OMP_NUM_THREADS=1 "$bin" reproduce all --model "$(model tiny-llama-gqa)" --model "$(model tiny-opt-preln)" \
   --out "$tmp/figs" --store "$tmp/stores" --data "$data" --tasks piqa,copa --task piqa --prefixes 2 \
   --prefix-tokens 96 --requests 2 --warmup 2 --gpu-cache 128K --cpu-cache 256K --disk-bw 0 --h2d-bw 0 \
-  --docs 3 --shots 1 --analysis-docs 2 --retention 0.5,0.25 --alpha 0,0.6 --chunk 16,32 --pool 2,3 >"$tmp/out"
+  --docs 3 --shots 1 --analysis-docs 2 --retention 1,0.25 --alpha 0,0.6 --chunk 16,32 --pool 2,3 >"$tmp/out"
 python3 - "$tmp/figs" <<'PY'
 import csv, json, os, sys
 d = sys.argv[1]
@@ -27,6 +28,10 @@ for n in names:
     assert j["command"] in open(os.path.join(d, n + ".md")).read(), n
 f15 = json.load(open(os.path.join(d, "fig15.json")))
 assert len(f15["rows"]) == 2 * 2, "fig15: one row per task and retention"
+for r in f15["rows"]:  # keeping every token is full reuse: recomp's accuracy and answers
+    assert 0 <= r[6] <= 1 and 0 <= r[7] <= 1, r
+    if r[1] == 1:
+        assert r[3] == r[2] and r[4] == r[2] and r[6] == 1 and r[7] == 1, r
 f25 = json.load(open(os.path.join(d, "fig25.json")))
 assert len({r[0] for r in f25["rows"]}) == 2, "fig25: one group per model"
 print(f"{len(names)} figures checked")

@@ -39,6 +39,7 @@ StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& t
   const int n = c.limit > 0 ? std::min<int>(c.limit, docs.size()) : static_cast<int>(docs.size());
   int correct = 0, correct_norm = 0;
   double gold_loglik = 0;
+  std::vector<int> preds;
   Progress progress(std::string("eval ") + task.name, n);
   for (int i = 0; i < n; ++i) {
     auto s = scorer.Score(docs[i]);
@@ -46,6 +47,7 @@ StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& t
     correct += s->pred == docs[i].gold;
     correct_norm += s->pred_norm == docs[i].gold;
     gold_loglik += s->loglik[docs[i].gold];
+    preds.push_back(s->pred);
     if (c.samples != nullptr) {
       nlohmann::json j = {{"task", task.name}, {"doc", i}, {"context", prefix + docs[i].text},
                           {"choices", docs[i].choices}, {"gold", docs[i].gold}, {"loglik", s->loglik},
@@ -59,7 +61,7 @@ StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& t
                                 {"acc_stderr", MeanStderr(acc, n)}, {"acc_norm_stderr", MeanStderr(acc_norm, n)},
                                 {"gold_loglik_mean", gold_loglik / n}, {"prefix_tokens", scorer.prefix_tokens()},
                                 {"kept_share", scorer.selection().KeptShare()},
-                                {"fallback_share", scorer.selection().FallbackShare()}};
+                                {"fallback_share", scorer.selection().FallbackShare()}, {"preds", preds}};
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ struct EvalConfig {
 
 // {"system", "shots", ..., "results": [{"task", "n", "acc", "acc_norm",
 // "acc_stderr", "acc_norm_stderr", "gold_loglik_mean", "prefix_tokens",
-// "kept_share", "fallback_share"}, ...]}, one result per task in order.
+// "kept_share", "fallback_share", "preds"}, ...]}, one result per task in
+// order; "preds" holds each document's predicted choice (acc's argmax).
 // Errors name the split file or the document.
 StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& config);
 

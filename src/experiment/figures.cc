@@ -38,6 +38,13 @@ double Ttft(const ojson& result, const std::string& system) {
 
 double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+// Share of documents on which two evals' "preds" (same documents) name the same choice.
+double Agreement(const ojson& preds, const ojson& reference) {
+  size_t same = 0;
+  for (size_t i = 0; i < preds.size() && i < reference.size(); ++i) same += preds[i] == reference[i];
+  return reference.empty() ? 0 : double(same) / reference.size();
+}
+
 std::string Base(const std::string& dir) {
   std::string s = std::filesystem::path(dir).lexically_normal().filename().string();
   return s.empty() ? std::filesystem::path(dir).lexically_normal().parent_path().filename().string() : s;
@@ -152,7 +159,8 @@ StatusOr<Figure> FigureRunner::Fig15() {
   f.name = "fig15";
   f.title = "Accuracy vs retention";
   f.paper = "IMPRESS within 1 point of AS+H2O+LRU everywhere, 0.2 points on average";
-  f.columns = {"task", "retention", "recomp", "h2o-lru", "impress-itf", "impress-itf minus h2o-lru (points)"};
+  f.columns = {"task", "retention", "recomp", "h2o-lru", "impress-itf", "impress-itf minus h2o-lru (points)",
+               "h2o-lru agrees with recomp", "impress-itf agrees with recomp"};
   const EvalConfig base = BaseEval(scale_.tasks);
   ASSIGN_OR_RETURN(ojson recomp, Eval(models_[0], base));
   double diff_sum = 0;
@@ -166,7 +174,9 @@ StatusOr<Figure> FigureRunner::Fig15() {
     ASSIGN_OR_RETURN(ojson ir, Eval(models_[0], i));
     for (size_t t = 0; t < scale_.tasks.size(); ++t) {
       const double a = recomp["results"][t]["acc"], b = hr["results"][t]["acc"], c = ir["results"][t]["acc"];
-      f.rows.push_back({scale_.tasks[t], r, a, b, c, 100 * (c - b)});
+      const ojson& full = recomp["results"][t]["preds"];
+      f.rows.push_back({scale_.tasks[t], r, a, b, c, 100 * (c - b), Agreement(hr["results"][t]["preds"], full),
+                        Agreement(ir["results"][t]["preds"], full)});
       diff_sum += 100 * (c - b);
       ++cells;
     }
@@ -174,6 +184,8 @@ StatusOr<Figure> FigureRunner::Fig15() {
   f.notes.push_back("mean impress-itf minus h2o-lru: " + std::to_string(cells ? diff_sum / cells : 0).substr(0, 6) +
                     " points over " + std::to_string(cells) + " cells; " + std::to_string(scale_.docs) +
                     " documents per task (0: all), " + std::to_string(scale_.shots) + "-shot");
+  f.notes.push_back("agrees with recomp: the share of documents on which the system predicts the choice that the "
+                    "full prefix KV predicts, right or wrong");
   return f;
 }
 
