@@ -52,8 +52,10 @@ def agreed_set(sets, importance, k):
     return torch.tensor(sorted(order[:k]))
 
 
-def select(importance, system, retention, alpha, probes=3):
-    """importance [Hq, P] -> (keep [Hq, P] bool, trusted or None)."""
+def select(importance, system, retention, alpha, probes=(0, 1, 2), group_size=1):
+    """importance [Hq, P] -> (keep [Hq, P] bool, trusted or None). `probes`:
+    the probe query heads (PAPER.md: the first 3); `group_size`: query heads
+    per KV head."""
     hq, p = importance.shape
     k = retained(retention, p)
     if k >= p:
@@ -63,19 +65,26 @@ def select(importance, system, retention, alpha, probes=3):
     keep.scatter_(1, sets, True)
     if system == "h2o":
         return keep, None
-    probe = sets[: min(probes, hq)]
+    if system == "itf-grouped":  # a diagnostic: each KV head's query heads keep the set they agree on
+        g = group_size
+        for h in range(0, hq, g):
+            keep[h : h + g] = False
+            keep[h : h + g, agreed_set(sets[h : h + g], importance[h : h + g], k)] = True
+        return keep, True
+    probes = [h for h in probes if h < hq]
+    probe = sets[probes]
     pairs = [(i, j) for i in range(len(probe)) for j in range(i + 1, len(probe))]
     similarity = sum(jaccard(probe[i], probe[j]) for i, j in pairs) / len(pairs)
     r = k / p
     if not similarity > (r / (2 - r)) ** alpha:
         return keep, False
     agreed = torch.zeros(p, dtype=torch.bool)
-    agreed[agreed_set(probe, importance[: len(probe)], k)] = True
+    agreed[agreed_set(probe, importance[probes], k)] = True
     return agreed.expand(hq, p).clone(), True
 
 
 @torch.no_grad()
-def selected_logits(model, prefix_ids, new_ids, rows, system, retention, alpha):
+def selected_logits(model, prefix_ids, new_ids, rows, system, retention, alpha, probes=(0, 1, 2)):
     """Logits [T, vocab] of `new_ids` (T tokens at positions P..P+T-1) and each
     layer's trust decision (None where nothing was probed)."""
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
@@ -104,7 +113,7 @@ def selected_logits(model, prefix_ids, new_ids, rows, system, retention, alpha):
         scores = q[0] @ keys.transpose(1, 2) / math.sqrt(d)  # [Hq, T, P + T]
         scores[:, :, p:] = scores[:, :, p:].masked_fill(future, float("-inf"))
         importance = scores[:, :rows].softmax(-1)[:, :, :p].sum(1)  # [Hq, P]
-        keep, trusted = select(importance, system, retention, alpha)
+        keep, trusted = select(importance, system, retention, alpha, probes, g)
         decisions.append(trusted)
         scores[:, :, :p] = scores[:, :, :p].masked_fill(~keep.unsqueeze(1), float("-inf"))
         out = scores.softmax(-1) @ values  # [Hq, T, d]
@@ -123,42 +132,59 @@ def run_impress(args, path):
                     "--dtype", "float32", "--samples", path], check=True, stdout=subprocess.DEVNULL)
 
 
-def check_samples(args, samples):
+def shared_prefix_ids(tok, records):
+    """Token ids of the few-shot prefix: what every record's context starts
+    with, up to its last blank line."""
+    common = records[0]["context"]
+    for r in records[1:]:
+        while not r["context"].startswith(common):
+            common = common[:-1]
+    return tok(common[: common.rfind("\n\n") + 2], add_special_tokens=False).input_ids
+
+
+def choice_logliks(model, tok, prefix_ids, record, system, retention, alpha, probes=(0, 1, 2)):
+    """Each choice's log-likelihood after the record's context, tokenized as
+    lm-eval does, with the prefix tokens the context shares selected; and
+    every layer's trust decisions (one list per choice)."""
+    ctx = record["context"].rstrip()
+    moved = record["context"][len(ctx):]
+    ids = tok(ctx, add_special_tokens=False).input_ids
+    m = 0
+    while m < min(len(prefix_ids), len(ids) - 1) and ids[m] == prefix_ids[m]:
+        m += 1
+    logliks, decisions = [], []
+    for choice in record["choices"]:
+        whole = tok(ctx + moved + " " + choice, add_special_tokens=False).input_ids  # lm-eval's target delimiter
+        cont = whole[len(ids):]
+        logits, d = selected_logits(model, ids[:m], ids[m:] + cont[:-1], len(ids) - m, system, retention, alpha,
+                                    probes)
+        lp = logits.log_softmax(-1)
+        first = len(ids) - m - 1
+        logliks.append(sum(lp[first + i, c].item() for i, c in enumerate(cont)))
+        decisions.append(d)
+    return logliks, decisions
+
+
+def load_model(path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(args.model)
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32, attn_implementation="eager").eval()
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager").eval()
+    return model, tok
+
+
+def check_samples(args, samples):
+    model, tok = load_model(args.model)
     records = [json.loads(line) for line in open(samples)]
     if not records:
         sys.exit(f"{samples}: no samples")
-    contexts = [r["context"] for r in records]
-    # The few-shot prefix is what every context starts with, up to its last blank line.
-    common = contexts[0]
-    for c in contexts[1:]:
-        while not c.startswith(common):
-            common = common[:-1]
-    prefix = common[: common.rfind("\n\n") + 2]
-    prefix_ids = tok(prefix, add_special_tokens=False).input_ids
+    prefix_ids = shared_prefix_ids(tok, records)
     system = "h2o" if args.system.startswith("h2o") else "itf"
     worst, trusted, probed = 0.0, 0, 0
     for r in records[: args.docs]:
-        ctx = r["context"].rstrip()
-        moved = r["context"][len(ctx):]
-        ids = tok(ctx, add_special_tokens=False).input_ids
-        m = 0
-        while m < min(len(prefix_ids), len(ids) - 1) and ids[m] == prefix_ids[m]:
-            m += 1
-        got = []
-        for choice in r["choices"]:
-            whole = tok(ctx + moved + " " + choice, add_special_tokens=False).input_ids  # lm-eval's target delimiter
-            cont = whole[len(ids):]
-            logits, decisions = selected_logits(model, ids[:m], ids[m:] + cont[:-1], len(ids) - m, system,
-                                                args.retention, args.alpha)
-            lp = logits.log_softmax(-1)
-            first = len(ids) - m - 1
-            got.append(sum(lp[first + i, c].item() for i, c in enumerate(cont)))
-        trusted += sum(d is True for d in decisions)
-        probed += sum(d is not None for d in decisions)
+        got, decisions = choice_logliks(model, tok, prefix_ids, r, system, args.retention, args.alpha)
+        trusted += sum(d is True for d in decisions[-1])
+        probed += sum(d is not None for d in decisions[-1])
         diff = max(abs(a - b) for a, b in zip(got, r["loglik"]))
         worst = max(worst, diff)
         print(f"{r['task']} doc {r['doc']}: reference {['%.4f' % x for x in got]}, impress "
