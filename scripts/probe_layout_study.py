@@ -17,10 +17,9 @@ answers, and the mean absolute change of the answer's log-likelihood margin
 Usage: scripts/probe_layout_study.py --model DIR --samples FULL.jsonl --retention R [--alpha A] [--docs N]
 """
 import argparse
-import json
 import sys
 
-from selection_reference import choice_logliks, load_model, shared_prefix_ids
+from selection_reference import choice_logliks, load_model, read_samples, shared_prefix_ids
 
 
 def margin(ll):
@@ -36,10 +35,10 @@ def main():
     ap.add_argument("--alpha", type=float, default=0.6)
     ap.add_argument("--docs", type=int, default=40)
     args = ap.parse_args()
+    records = read_samples(args.samples)[: args.docs]
     model, tok = load_model(args.model)
     cfg = model.config
     g = cfg.num_attention_heads // cfg.num_key_value_heads
-    records = [json.loads(line) for line in open(args.samples)][: args.docs]
     prefix_ids = shared_prefix_ids(tok, records)
     variants = {"h2o": ("h2o", (0, 1, 2)), "itf": ("itf", (0, 1, 2)), "itf-spread": ("itf", (0, g, 2 * g)),
                 "itf-grouped": ("itf-grouped", ())}

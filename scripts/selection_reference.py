@@ -16,6 +16,8 @@ Selections (k = ceil(retention * P), at least 1; k >= P keeps everything):
   J > t, every head keeps the agreed set (tokens ranked by how many probe
   sets hold them, then by importance summed over the probes, then by lower
   position; exactly k), else the layer falls back to "h2o".
+- "itf-grouped" (a diagnostic, scripts/probe_layout_study.py): the query heads
+  of each KV head keep the set they agree on; no probe test.
 
 As a check: scripts/selection_reference.py --model DIR --system
 h2o-lru|impress-itf --retention R [--alpha A] [--docs N] (--impress BIN
@@ -165,6 +167,22 @@ def choice_logliks(model, tok, prefix_ids, record, system, retention, alpha, pro
     return logliks, decisions
 
 
+def read_samples(path):
+    """The records of an `impress eval --samples` file; a one-line exit on bad input."""
+    records = []
+    with open(path) as f:
+        for line_no, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+                r["context"], r["choices"], r["loglik"], r["doc"], r["task"]
+            except (ValueError, KeyError, TypeError) as e:
+                sys.exit(f"{path}:{line_no}: not an eval samples record ({e})")
+            records.append(r)
+    if not records:
+        sys.exit(f"{path}: no samples")
+    return records
+
+
 def load_model(path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -174,10 +192,8 @@ def load_model(path):
 
 
 def check_samples(args, samples):
+    records = read_samples(samples)
     model, tok = load_model(args.model)
-    records = [json.loads(line) for line in open(samples)]
-    if not records:
-        sys.exit(f"{samples}: no samples")
     prefix_ids = shared_prefix_ids(tok, records)
     system = "h2o" if args.system.startswith("h2o") else "itf"
     worst, trusted, probed = 0.0, 0, 0
