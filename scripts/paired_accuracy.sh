@@ -32,7 +32,7 @@ python3 - "$here" "$out" "$model" "$tasks" "$shots" "$limit" "$chunk" "${retenti
 import os, sys
 here, out, model, tasks, shots, limit, chunk, *retentions = sys.argv[1:]
 sys.path.insert(0, here)
-from paired_test import agreement, load, load_preds, mcnemar_exact
+from paired_test import agreement, compare, load_preds, right
 lines = [f"# Paired accuracy: impress-itf against h2o-lru, {model}, {shots}-shot, "
          f"{'first ' + limit + ' documents per task' if limit != '0' else 'full splits'}", "",
          f"`scripts/paired_accuracy.sh {model} build {out} {tasks} {shots} {limit} {chunk} {' '.join(retentions)}`", "",
@@ -47,26 +47,21 @@ fidelity = ["", "Fidelity: the share of documents on which a system predicts wha
             "|---|---|---|---|---|---|---|---|---|---|"]
 sample = lambda name: os.path.join(out, "samples", name + ".jsonl")
 def row(a, b):
-    n = len(a)
-    only_a = sum(a[k] and not b[k] for k in a)
-    only_b = sum(b[k] and not a[k] for k in a)
-    share_a, share_b = sum(a.values()) / n, sum(b.values()) / n
-    return (f"{share_a:.3f} | {share_b:.3f}", f"{100 * (share_b - share_a):+.2f} | {only_a} | {only_b} | "
-            f"{mcnemar_exact(only_a, only_b):.3f} |")
+    n, share_a, share_b, only_a, only_b, p = compare(a, b)
+    return f"{share_a:.3f} | {share_b:.3f}", f"{100 * (share_b - share_a):+.2f} | {only_a} | {only_b} | {p:.3f} |"
 for t in tasks.split(","):
     ref = load_preds(sample(f"{t}_r1.0_recomp_token"), "acc")
     for r in retentions:
-        h2o = f"{t}_r{r}_h2o-lru_token"
-        a, fa = load(sample(h2o), "acc"), agreement(sample(h2o), ref, "acc")
+        h2o = load_preds(sample(f"{t}_r{r}_h2o-lru_token"), "acc")
         for unit in ("token", "chunk"):
             name = f"{t}_r{r}_impress-itf_{unit}"
-            b, fb = load(sample(name), "acc"), agreement(sample(name), ref, "acc")
-            assert a.keys() == b.keys() == ref.keys(), name
+            itf = load_preds(sample(name), "acc")
+            assert h2o.keys() == itf.keys() == ref.keys(), name
             kept = json.load(open(os.path.join(out, name + ".json")))["results"][0]["kept_share"]
-            shares, test = row(a, b)
-            lines.append(f"| {t} | {len(a)} | {r} | {unit} | {shares} | {kept:.2f} | {test}")
-            shares, test = row(fa, fb)
-            fidelity.append(f"| {t} | {len(a)} | {r} | {unit} | {shares} | {test}")
+            shares, test = row(right(h2o), right(itf))
+            lines.append(f"| {t} | {len(h2o)} | {r} | {unit} | {shares} | {kept:.2f} | {test}")
+            shares, test = row(agreement(h2o, ref), agreement(itf, ref))
+            fidelity.append(f"| {t} | {len(h2o)} | {r} | {unit} | {shares} | {test}")
 lines += fidelity
 text = "\n".join(lines) + "\n"
 open(os.path.join(out, "paired.md"), "w").write(text)

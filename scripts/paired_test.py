@@ -37,14 +37,28 @@ def load_preds(path, metric):
     return preds
 
 
+def right(preds):
+    """{(task, doc): whether the prediction is right} of load_preds' result."""
+    return {k: pred == gold for k, (pred, gold) in preds.items()}
+
+
+def agreement(preds, ref):
+    """{(task, doc): whether the prediction equals the reference's}."""
+    return {k: pred == ref[k][0] for k, (pred, _) in preds.items()}
+
+
 def load(path, metric):
     """{(task, doc): whether the prediction is right}."""
-    return {k: pred == gold for k, (pred, gold) in load_preds(path, metric).items()}
+    return right(load_preds(path, metric))
 
 
-def agreement(path, ref, metric):
-    """{(task, doc): whether the prediction equals the reference's}."""
-    return {k: pred == ref[k][0] for k, (pred, _) in load_preds(path, metric).items()}
+def compare(a, b):
+    """Per-document booleans a and b of the same documents -> (n, share of a,
+    share of b, documents only a holds, only b holds, McNemar p)."""
+    n = len(a)
+    only_a = sum(a[k] and not b[k] for k in a)
+    only_b = sum(b[k] and not a[k] for k in a)
+    return n, sum(a.values()) / n, sum(b.values()) / n, only_a, only_b, mcnemar_exact(only_a, only_b)
 
 
 def table(a, b, label, label_a, label_b):
@@ -53,13 +67,9 @@ def table(a, b, label, label_a, label_b):
             f"only A | only B | McNemar p |", "|---|---|---|---|---|---|---|---|"]
     for t in dict.fromkeys(t for t, _ in a):
         docs = [k for k in a if k[0] == t]
-        n = len(docs)
-        only_a = sum(a[k] and not b[k] for k in docs)
-        only_b = sum(b[k] and not a[k] for k in docs)
-        share_a = sum(a[k] for k in docs) / n
-        share_b = sum(b[k] for k in docs) / n
+        n, share_a, share_b, only_a, only_b, p = compare({k: a[k] for k in docs}, {k: b[k] for k in docs})
         rows.append(f"| {t} | {n} | {share_a:.3f} | {share_b:.3f} | {100 * (share_b - share_a):+.2f} | {only_a} | "
-                    f"{only_b} | {mcnemar_exact(only_a, only_b):.3f} |")
+                    f"{only_b} | {p:.3f} |")
     return "\n".join(rows)
 
 
@@ -80,17 +90,16 @@ def main():
     ap.add_argument("--label-a", default="A")
     ap.add_argument("--label-b", default="B")
     args = ap.parse_args()
-    a, b = load(args.a, args.metric), load(args.b, args.metric)
-    if a.keys() != b.keys():
-        sys.exit(f"{args.b}: scores other documents than {args.a} ({len(a)} vs {len(b)} records)")
-    print(table(a, b, args.metric, args.label_a, args.label_b))
+    pa, pb = load_preds(args.a, args.metric), load_preds(args.b, args.metric)
+    if pa.keys() != pb.keys():
+        sys.exit(f"{args.b}: scores other documents than {args.a} ({len(pa)} vs {len(pb)} records)")
+    print(table(right(pa), right(pb), args.metric, args.label_a, args.label_b))
     if args.reference:
         ref = load_preds(args.reference, args.metric)
-        if ref.keys() != a.keys():
-            sys.exit(f"{args.reference}: scores other documents than {args.a} ({len(ref)} vs {len(a)} records)")
+        if ref.keys() != pa.keys():
+            sys.exit(f"{args.reference}: scores other documents than {args.a} ({len(ref)} vs {len(pa)} records)")
         print()
-        print(table(agreement(args.a, ref, args.metric), agreement(args.b, ref, args.metric),
-                    "agrees with full KV", args.label_a, args.label_b))
+        print(table(agreement(pa, ref), agreement(pb, ref), "agrees with full KV", args.label_a, args.label_b))
 
 
 if __name__ == "__main__":

@@ -22,9 +22,9 @@ import sys
 from selection_reference import choice_logliks, load_model, read_samples, shared_prefix_ids
 
 
-def margin(ll):
-    s = sorted(ll, reverse=True)
-    return s[0] - s[1]
+def margin(ll, answer):
+    """How far choice `answer` leads the best other choice, in nats."""
+    return ll[answer] - max(x for i, x in enumerate(ll) if i != answer)
 
 
 def main():
@@ -51,8 +51,7 @@ def main():
         for name, (system, probes) in variants.items():
             ll, decisions = choice_logliks(model, tok, prefix_ids, r, system, args.retention, args.alpha, probes)
             kept[name] += max(range(len(ll)), key=ll.__getitem__) == answer
-            drift[name] += abs((ll[answer] - max(x for i, x in enumerate(ll) if i != answer)) -
-                               (full[answer] - max(x for i, x in enumerate(full) if i != answer)))
+            drift[name] += abs(margin(ll, answer) - margin(full, answer))
             trusted[name][0] += sum(d is True for d in decisions[-1])
             trusted[name][1] += sum(d is not None for d in decisions[-1])
         print(f"doc {r['doc']} done", file=sys.stderr)
