@@ -1,5 +1,5 @@
-// The disk tier: round trips, direct I/O, checksums, fingerprints, and crash
-// safety under SIGKILL at random points.
+// The disk tier: round trips, direct I/O, checksums, fingerprints, freeing
+// chunks, one process at a time, and crash safety under SIGKILL at random points.
 #include "store/chunk_store.h"
 
 #include <gtest/gtest.h>
@@ -194,6 +194,108 @@ TEST(ChunkStore, SurvivesSigkillMidWrite) {
     EXPECT_FALSE((*s)->Has(committed * 4, 0));
     ASSERT_TRUE(CommitChunks(**s, committed * 4, 4).ok());  // still writable after recovery
     ExpectChunk(**s, committed * 4 + 3, 2);
+  }
+}
+
+// Geometry of Options(): 2 KiB keys and values and 1 KiB probe keys, each padded to 4 KiB.
+constexpr uint64_t kRecordBytes = 3 * 4096;
+
+TEST(ChunkStore, FreeForgetsChunksAndGivesBackTheirSpace) {
+  TempDir dir;
+  uint64_t after = 0;
+  {
+    auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_TRUE(CommitChunks(**s, 0, 4).ok());
+    ASSERT_TRUE(CommitChunks(**s, 4, 4).ok());
+    const uint64_t before = (*s)->AllocatedBytes();
+    FreeStats freed;
+    Status f = (*s)->Free({1, 2, 3, 99}, &freed);  // 99 is not stored: ignored
+    ASSERT_TRUE(f.ok()) << f.message();
+    EXPECT_EQ(freed.chunk_layers, 9u);
+    EXPECT_EQ(freed.bytes, 9 * kRecordBytes);
+    after = (*s)->AllocatedBytes();
+    EXPECT_EQ(before - after, freed.bytes) << "the file system kept the freed parts allocated";
+    EXPECT_FALSE((*s)->Has(2, 1));
+    std::vector<uint8_t> k((*s)->geometry().KeyBytes());
+    Status r = (*s)->Read({{2, 0, kKeys, k.data(), nullptr, nullptr}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("chunk 2 layer 0 is not stored"), std::string::npos) << r.message();
+    for (uint64_t id : {0, 4, 7}) ExpectChunk(**s, id, 2);
+    EXPECT_EQ((*s)->ChunkIds(), (std::vector<uint64_t>{0, 4, 5, 6, 7}));
+  }
+  std::vector<std::string> metas;
+  auto s = ChunkStore::Open(dir.path(), Options(), &metas);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(metas, (std::vector<std::string>{"record 0", "record 4"}));  // the free record is the store's own
+  EXPECT_EQ((*s)->chunk_count(), 15u);
+  EXPECT_FALSE((*s)->Has(1, 0));
+  EXPECT_EQ((*s)->AllocatedBytes(), after);
+  uint64_t checked = 0;
+  Status v = (*s)->Verify(&checked);
+  EXPECT_TRUE(v.ok()) << v.message();
+  EXPECT_EQ(checked, 15u);
+  // New records go after the end of the file, never into a hole.
+  ASSERT_TRUE(CommitChunks(**s, 8, 2).ok());
+  for (uint64_t id : {0, 5, 8, 9}) ExpectChunk(**s, id, 0);
+}
+
+TEST(ChunkStore, OneProcessAtATime) {
+  TempDir dir;
+  auto a = ChunkStore::Open(dir.path(), Options(), nullptr);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto b = ChunkStore::Open(dir.path(), Options(), nullptr);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("in use by another process"), std::string::npos) << b.status().message();
+  a->reset();
+  EXPECT_TRUE(ChunkStore::Open(dir.path(), Options(), nullptr).ok());
+}
+
+// As above, with a child that also frees the chunks of the commit before
+// last after each commit: a reopened store never indexes a chunk whose parts
+// were punched away (Verify reads every indexed part), and what it indexes is
+// exactly the committed chunks minus the freed ones.
+TEST(ChunkStore, FreeSurvivesSigkill) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 8; ++round) {
+    TempDir dir;
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+      if (!s.ok()) _exit(2);
+      for (uint64_t first = 0;; first += 4) {
+        if (!CommitChunks(**s, first, 4).ok()) _exit(3);
+        if (first >= 8 && !(*s)->Free({first - 8, first - 7, first - 6, first - 5}, nullptr).ok()) _exit(5);
+        if (write(fds[1], &first, sizeof(first)) != sizeof(first)) _exit(4);
+      }
+    }
+    close(fds[1]);
+    uint64_t first;
+    ASSERT_EQ(read(fds[0], &first, sizeof(first)), static_cast<ssize_t>(sizeof(first)));
+    usleep(std::uniform_int_distribution<int>(2000, 60000)(rng));
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+
+    std::vector<std::string> metas;
+    auto s = ChunkStore::Open(dir.path(), Options(), &metas);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    uint64_t checked = 0;
+    Status v = (*s)->Verify(&checked);
+    EXPECT_TRUE(v.ok()) << v.message();
+    // Commits 0..n-1 landed; the frees of all but the last one or two did.
+    const uint64_t n = metas.size();
+    std::vector<uint64_t> ids = (*s)->ChunkIds();
+    ASSERT_FALSE(ids.empty());
+    EXPECT_EQ(ids.back(), n * 4 - 1);
+    EXPECT_LE(ids.size(), 12u);
+    EXPECT_GE(ids.size(), std::min<uint64_t>(n * 4, 8));
+    for (uint64_t id : ids) ExpectChunk(**s, id, 1);
   }
 }
 

@@ -1,7 +1,8 @@
 // KV reordering (PAPER.md section 2): a reordered store serves exactly the KV
 // of the unreordered one, through every system; its copies survive reopening
-// and are dropped when their node splits; requests stay exact while the
-// reorderer rewrites the nodes they read.
+// and are dropped when their node splits; replaced and dropped copies give
+// their disk space back (online and by compaction); requests stay exact while
+// the reorderer rewrites the nodes they read.
 #include "engine/prefix_store.h"
 
 #include <ATen/ATen.h>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "cache/radix_tree.h"
+#include "engine/compaction.h"
 #include "engine/reorder_worker.h"
 #include "engine/request.h"
 #include "model/model.h"
@@ -168,6 +170,113 @@ TEST_P(ReorderTest, CopiesSurviveReopenAndSplitsDropThem) {
   EXPECT_FALSE(lease.reordered());
   (*a)->Release(lease);
   EXPECT_TRUE(Run("impress-itf-ro", 0.25, a->get(), ctx, 96).equal(Run("impress-itf-ro", 0.25, b->get(), ctx, 96)));
+}
+
+// A replaced copy is freed by the reorder pass after the last lease on it
+// ends; a copy a split dropped is freed offline by compaction. Requests read
+// the same KV before and after, and after reopening.
+TEST_P(ReorderTest, ReplacedAndDroppedCopiesAreFreed) {
+  TempDir a_dir, b_dir;
+  const std::vector<int32_t> prefix = Tokens(96, 2);
+  auto b = PrefixStore::Open(*model_, Options(b_dir.path()));
+  ASSERT_TRUE(b.ok());
+  Run("as", 1.0, b->get(), prefix, 96);
+  const auto ctx = Query(prefix, 20);
+  const int layers = model_->config().num_layers;
+  const uint64_t copy_records = 6 * static_cast<uint64_t>(layers);  // 96 tokens in 16-token chunks
+  {
+    auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    Warm(a->get(), prefix, 3);
+    ReorderStats first, second;
+    ASSERT_TRUE((*a)->Reorder({}, &first).ok());
+    ASSERT_EQ(first.nodes_reordered, 1);
+    EXPECT_EQ(first.bytes_freed, 0);
+    // A request still reading the first copy keeps it through the pass that replaces it.
+    PrefixLease lease = (*a)->Acquire(prefix, 96);
+    ASSERT_TRUE(lease.reordered());
+    ASSERT_TRUE((*a)->Reorder({1, 0.0}, &second).ok());  // min_moved 0: rewrite even if the order held
+    ASSERT_EQ(second.nodes_reordered, 1);
+    EXPECT_EQ(second.bytes_freed, 0);
+    EXPECT_TRUE((*a)->disk().Has(lease.chunks[0], 0));
+    (*a)->Release(lease);
+    FreeStats freed;
+    ASSERT_TRUE((*a)->FreeRetired(&freed).ok());
+    EXPECT_EQ(freed.chunk_layers, copy_records);
+    EXPECT_FALSE((*a)->disk().Has(lease.chunks[0], 0));
+    EXPECT_TRUE(Run("impress-itf-ro", 0.25, a->get(), ctx, 96).equal(Run("impress-itf-ro", 0.25, b->get(), ctx, 96)));
+    // A prefix sharing the first 2 chunks splits the node and drops the second copy; the
+    // store closes before any pass frees it.
+    std::vector<int32_t> other(prefix.begin(), prefix.begin() + 32);
+    for (int32_t t : Tokens(48, 9)) other.push_back(t);
+    Run("as", 1.0, a->get(), other, 80);
+    Run("as", 1.0, b->get(), other, 80);
+  }
+  std::vector<std::string> committed;
+  {
+    auto disk = ChunkStore::OpenExisting(a_dir.path(), &committed);
+    ASSERT_TRUE(disk.ok()) << disk.status().message();
+    const uint64_t stored = (*disk)->chunk_count();
+    auto c = CompactStore(disk->get(), committed);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ(c->chunks_freed, 6u);
+    EXPECT_EQ(c->freed.chunk_layers, copy_records);
+    EXPECT_EQ(c->allocated_before - c->allocated_after, c->freed.bytes);
+    EXPECT_EQ((*disk)->chunk_count(), stored - copy_records);
+    auto again = CompactStore(disk->get(), committed);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->chunks_freed, 0u);
+    uint64_t checked = 0;
+    Status v = (*disk)->Verify(&checked);
+    EXPECT_TRUE(v.ok()) << v.message();
+  }
+  auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  for (const char* system : {"as", "impress-itf-ro", "h2o-lfu"})
+    EXPECT_TRUE(Run(system, 0.25, a->get(), ctx, 96).equal(Run(system, 0.25, b->get(), ctx, 96))) << system;
+}
+
+// A session that starts in token order (stored_copies false, as every
+// `impress run` system does) leaves on disk the copy its own pass supersedes;
+// the next open frees it and serves the newer copy.
+TEST_P(ReorderTest, OpeningFreesWhatEarlierSessionsLeft) {
+  TempDir dir;
+  const std::vector<int32_t> prefix = Tokens(96, 2);
+  auto first_chunk = [&](PrefixStore* store) {
+    PrefixLease lease = store->Acquire(prefix, 96);
+    const uint64_t id = lease.reordered() ? lease.chunks[0] : UINT64_MAX;
+    store->Release(lease);
+    return id;
+  };
+  uint64_t old_copy, new_copy;
+  {
+    auto a = PrefixStore::Open(*model_, Options(dir.path()));
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    Warm(a->get(), prefix, 3);
+    ReorderStats stats;
+    ASSERT_TRUE((*a)->Reorder({}, &stats).ok());
+    old_copy = first_chunk(a->get());
+    ASSERT_NE(old_copy, UINT64_MAX);
+  }
+  {
+    PrefixStoreOptions o = Options(dir.path());
+    o.stored_copies = false;
+    auto a = PrefixStore::Open(*model_, o);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    EXPECT_EQ(first_chunk(a->get()), UINT64_MAX);  // token order
+    Warm(a->get(), prefix, 3);
+    ReorderStats stats;
+    ASSERT_TRUE((*a)->Reorder({}, &stats).ok());
+    ASSERT_EQ(stats.nodes_reordered, 1);
+    EXPECT_EQ(stats.bytes_freed, 0);
+    EXPECT_TRUE((*a)->disk().Has(old_copy, 0));
+    new_copy = first_chunk(a->get());
+    ASSERT_NE(new_copy, UINT64_MAX);
+  }
+  auto a = PrefixStore::Open(*model_, Options(dir.path()));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_FALSE((*a)->disk().Has(old_copy, 0));
+  EXPECT_EQ(first_chunk(a->get()), new_copy);
 }
 
 // The reorderer rewrites the nodes requests are reading, over and over (each

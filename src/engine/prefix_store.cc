@@ -11,8 +11,8 @@
 #include <numeric>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
+#include "engine/compaction.h"
+#include "engine/store_log.h"
 #include "model/model.h"
 #include "store/crc32c.h"
 
@@ -77,7 +77,18 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   std::vector<std::string> committed;
   ASSIGN_OR_RETURN(s->disk_, ChunkStore::Open(opt.dir, so, &committed));
   for (const auto& meta : committed)  // rebuild the tree: same inserts and reorders, same chunk ids
-    RETURN_IF_ERROR(s->Replay(meta).WithContext(opt.dir + "/log"));
+    RETURN_IF_ERROR(ReplayRecord(meta, c.num_layers, &s->tree_).WithContext(opt.dir + "/log"));
+  // What the tree does not reach is garbage an earlier session left: copies
+  // replaced while still leased, dropped by a split after its last pass, or
+  // superseded by a session that started in token order. Freeing it is
+  // housekeeping: a failure (a full disk, no holes) leaves it allocated.
+  s->tree_.TakeRetired();
+  CompactStats freed;
+  (void)FreeUnreachable(s->tree_, s->disk_.get(), &freed);
+  if (!opt.stored_copies) {  // start in token order; the copies stay on disk for later sessions
+    for (RadixTree::Node* n : s->tree_.Nodes()) s->tree_.SetReordered(n, nullptr);
+    s->tree_.TakeRetired();
+  }
   TierOptions tiers = opt.tiers;
   tiers.gpu_device = model.device();
   ASSIGN_OR_RETURN(s->cache_, TieredCache::Create(tiers));
@@ -86,47 +97,29 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   return s;
 }
 
-Status PrefixStore::Replay(const std::string& meta) {
-  auto j = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::Error("a committed record is not JSON");
-  try {
-    if (j.contains("reorder")) {
-      const auto& r = j["reorder"];
-      auto copy = std::make_shared<ReorderedChunks>();
-      const uint64_t first = r["first_chunk"].get<uint64_t>();
-      auto source = r["source"].get<std::vector<uint64_t>>();
-      for (size_t i = 0; i < source.size(); ++i) copy->chunks.push_back(first + i);
-      copy->order = r["order"].get<std::vector<std::vector<int32_t>>>();
-      tree_.AdvanceChunkIds(first + source.size());
-      if (!opt_.stored_copies) return Status::OK();
-      std::lock_guard<std::mutex> lock(mu_);
-      InstallLocked(r["path"].get<std::vector<int32_t>>(), source, std::move(copy));
-      return Status::OK();
-    }
-    auto tokens = j["tokens"].get<std::vector<int32_t>>();
-    if (j.contains("first_chunk")) tree_.Insert(tokens, j["first_chunk"].get<uint64_t>());
-    else tree_.Insert(tokens);
-  } catch (const nlohmann::json::exception& e) {
-    return Status::Error(std::string("a committed record is malformed: ") + e.what());
-  }
-  return Status::OK();
-}
-
 bool PrefixStore::InstallLocked(const std::vector<int32_t>& path, const std::vector<uint64_t>& source,
                                 std::shared_ptr<const ReorderedChunks> copy) {
-  RadixTree::Node* node = tree_.FindNode(path);
-  if (node == nullptr || node->chunks != source) return false;
-  const size_t n = node->tokens.size();
-  if (copy->order.size() != static_cast<size_t>(geo_.layers)) return false;
-  for (const auto& o : copy->order)
-    if (o.size() != n) return false;
-  tree_.SetReordered(node, std::move(copy));
-  return true;
+  return InstallCopy(path, source, std::move(copy), geo_.layers, &tree_);
 }
 
 void PrefixStore::ForgetRetiredLocked() {
-  for (uint64_t c : tree_.TakeRetired())
+  for (uint64_t c : tree_.TakeRetired()) {
     for (int l = 0; l < geo_.layers; ++l) cache_->Erase(CacheKey(c, l));
+    unfreed_.push_back(c);
+  }
+}
+
+Status PrefixStore::FreeRetired(FreeStats* stats) {
+  std::vector<uint64_t> now;
+  {
+    // Retired chunks are out of the tree, so no later Acquire can pin them.
+    std::lock_guard<std::mutex> lock(mu_);
+    ForgetRetiredLocked();
+    std::vector<uint64_t> later;
+    for (uint64_t c : unfreed_) (IsPinned(c) ? later : now).push_back(c);
+    unfreed_ = std::move(later);
+  }
+  return disk_->Free(now, stats);
 }
 
 PrefixLease PrefixStore::Acquire(const std::vector<int32_t>& prefix, int64_t max_tokens) {
@@ -292,9 +285,7 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
         writes.push_back({first + static_cast<uint64_t>(i), l, k2[i * c].data_ptr(), v2[i * c].data_ptr(),
                           p2[i * c].data_ptr()});
     }
-    nlohmann::json meta = {{"reorder", {{"path", cand.path}, {"source", cand.source}, {"first_chunk", first},
-                                        {"order", order}}}};
-    RETURN_IF_ERROR(disk_->Commit(writes, meta.dump()));
+    RETURN_IF_ERROR(disk_->Commit(writes, ReorderRecord(cand.path, cand.source, first, order)));
     stats->chunks_written += static_cast<int64_t>(writes.size());
     stats->bytes_written += static_cast<int64_t>(writes.size() * (2 * kb + geo_.ProbeBytes()));
     auto copy = std::make_shared<ReorderedChunks>();
@@ -303,7 +294,10 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
     std::vector<uint64_t> old = cand.source;
     if (cand.current) old.insert(old.end(), cand.current->chunks.begin(), cand.current->chunks.end());
     std::lock_guard<std::mutex> lock(mu_);
-    if (!InstallLocked(cand.path, cand.source, copy)) continue;
+    if (!InstallLocked(cand.path, cand.source, copy)) {  // a split since made it stale: nothing reads it
+      unfreed_.insert(unfreed_.end(), copy->chunks.begin(), copy->chunks.end());
+      continue;
+    }
     stats->nodes_reordered++;
     // The node's share of each tier goes to the copy's most important chunks,
     // and so do its best scores.
@@ -323,6 +317,9 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
       stats->chunks_recached += gpu + cpu;
     }
   }
+  FreeStats freed;
+  RETURN_IF_ERROR(FreeRetired(&freed));
+  stats->bytes_freed += static_cast<int64_t>(freed.bytes);
   return Status::OK();
 }
 
@@ -470,7 +467,7 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
     }
   }
   std::vector<int32_t> whole(tokens.begin(), tokens.begin() + total * c);
-  RETURN_IF_ERROR(disk_->Commit(writes, nlohmann::json{{"tokens", whole}, {"first_chunk", first_id}}.dump()));
+  RETURN_IF_ERROR(disk_->Commit(writes, InsertRecord(whole, first_id)));
   std::vector<uint64_t> ids = tree_.Insert(whole, first_id);
   IMPRESS_CHECK(ids.size() == static_cast<size_t>(total) && ids[matched] == first_id);
   for (auto& [key, chunk] : to_cache) cache_->Put(key, chunk);

@@ -86,6 +86,7 @@ struct ReorderStats {
   int64_t chunks_written = 0;   // (chunk, layer) pairs
   int64_t chunks_recached = 0;  // of those, put where the node's cached chunks were
   int64_t bytes_read = 0, bytes_written = 0;
+  int64_t bytes_freed = 0;      // disk space of replaced copies given back (FreeRetired)
 };
 
 // Memory the reordering metadata takes: the mapping lists of installed
@@ -99,6 +100,9 @@ struct ReorderFootprint {
 
 class PrefixStore {
  public:
+  // Opens or creates the store in opt.dir and rebuilds the tree from its log;
+  // stored chunks the tree does not reach (garbage earlier sessions left) are
+  // freed. Errors: the chunk store's (another model, a store in use, I/O).
   static StatusOr<std::unique_ptr<PrefixStore>> Open(const Model& model, const PrefixStoreOptions& opt);
 
   // Keys and values of `chunks` in layer `layer`, in token order, as
@@ -121,8 +125,12 @@ class PrefixStore {
   // Re-packs every node with enough history whose importance order changed
   // (durably: a crash keeps either copy). Safe while requests run. The
   // node's cached chunks make way for as many of the copy's, most important
-  // first, in the same tiers.
+  // first, in the same tiers. Ends with FreeRetired.
   Status Reorder(const ReorderOptions& opt, ReorderStats* stats);
+  // Frees on disk the chunks of reordered copies that were replaced, dropped
+  // by a split or never installed, once no lease names them (a copy a
+  // running request reads is freed by a later call).
+  Status FreeRetired(FreeStats* stats);
   ReorderFootprint Footprint() const;
   // Stores the whole chunks of `tokens` that the tree does not hold yet,
   // taking their KV from `kv`, whose entry 0 is the token at position
@@ -161,8 +169,6 @@ class PrefixStore {
 
  private:
   PrefixStore(const Model& model, const PrefixStoreOptions& opt);
-  // Replays one committed record into the tree.
-  Status Replay(const std::string& meta);
   // Installs a reordered copy of the node at `path` if its own chunks are
   // still `source` (a split since makes the copy stale). REQUIRES: mu_ held.
   bool InstallLocked(const std::vector<int32_t>& path, const std::vector<uint64_t>& source,
@@ -178,7 +184,8 @@ class PrefixStore {
   // True while a lease names `chunk`: the caches do not evict it.
   bool IsPinned(uint64_t chunk) const;
 
-  mutable std::mutex mu_;  // guards tree_ (its nodes, histories and copies)
+  mutable std::mutex mu_;  // guards tree_ (its nodes, histories and copies) and unfreed_
+  std::vector<uint64_t> unfreed_;  // retired chunk ids still on disk
   // Chunks named by live leases, with counts. A leaf lock: the caches ask
   // under their own lock, so nothing is taken while holding it.
   mutable std::mutex pin_mu_;

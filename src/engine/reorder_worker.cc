@@ -76,6 +76,7 @@ void ReorderWorker::Loop() {
     stats_.chunks_recached += pass.chunks_recached;
     stats_.bytes_read += pass.bytes_read;
     stats_.bytes_written += pass.bytes_written;
+    stats_.bytes_freed += pass.bytes_freed;
     if (status_.ok()) status_ = s;
     cv_.notify_all();
   }

@@ -1,8 +1,13 @@
 #include "store/chunk_store.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <set>
 
 #include <chrono>
 #include <cstdlib>
@@ -108,6 +113,9 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   if (s->direct_fd_ < 0) return Status::Error(Errno(data + ": cannot open with O_DIRECT"));
   s->log_fd_ = ::open(log.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (s->log_fd_ < 0) return Status::Error(Errno(log + ": cannot open"));
+  if (::flock(s->log_fd_, LOCK_EX | LOCK_NB) != 0)
+    return Status::Error(errno == EWOULDBLOCK ? dir + ": in use by another process (its log is locked)"
+                                              : Errno(log + ": cannot lock"));
 
   // Replay the log up to the first record that is torn or fails its checksum.
   struct stat st;
@@ -117,6 +125,7 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
     return Status::Error(Errno(log + ": cannot read"));
   size_t pos = 0;
   uint64_t data_end = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> freed;  // extents of freed records
   while (pos + 12 <= bytes.size()) {
     uint32_t magic, len, crc;
     std::memcpy(&magic, &bytes[pos], 4);
@@ -129,18 +138,26 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
     } catch (const std::exception&) {
       break;
     }
+    if (rec.contains("free")) {  // Free's record: forget the chunks; their holes are punched below
+      s->EraseLocked(rec["free"].get<std::vector<uint64_t>>(), &freed);
+      pos += 12 + len;
+      continue;
+    }
     for (const auto& c : rec["chunks"]) {
       ChunkLocation loc;
       loc.offset = c["off"].get<uint64_t>();
       for (int i = 0; i < 3; ++i) loc.crc[i] = c["crc"][i].get<uint32_t>();
       s->index_[{c["id"].get<uint64_t>(), c["layer"].get<int>()}] = loc;
-      data_end = std::max<uint64_t>(data_end, loc.offset + s->PartStride(0) * 2 + s->PartStride(2));
+      data_end = std::max<uint64_t>(data_end, loc.offset + s->RecordBytes());
     }
     if (committed != nullptr) committed->push_back(rec["meta"].get<std::string>());
     pos += 12 + len;
   }
   if (pos < bytes.size() && ::ftruncate(s->log_fd_, static_cast<off_t>(pos)) != 0)
     return Status::Error(Errno(log + ": cannot cut off a torn tail"));
+  // A crash between a free record and its holes leaves space allocated:
+  // punching again is harmless, and where it fails only space is wasted.
+  (void)s->PunchHoles(std::move(freed));
   // New parts go after everything on disk, committed or not.
   ::fstat(s->data_fd_, &st);
   s->data_end_ = RoundUp(std::max<uint64_t>(data_end, static_cast<uint64_t>(st.st_size)));
@@ -176,9 +193,9 @@ ChunkStore::~ChunkStore() {
 
 Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::string& meta) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string data_path = dir_ + "/chunks.dat", log_path = dir_ + "/log";
+  const std::string data_path = dir_ + "/chunks.dat";
   const size_t kb = opt_.geometry.KeyBytes(), pb = opt_.geometry.ProbeBytes();
-  const size_t record = PartStride(0) * 2 + PartStride(2);
+  const size_t record = RecordBytes();
   std::vector<uint8_t> buf(record, 0);
   json chunks = json::array();
   uint64_t off = data_end_;
@@ -194,7 +211,20 @@ Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::stri
     off += record;
   }
   if (::fdatasync(data_fd_) != 0) return Status::Error(Errno(data_path + ": sync failed"));
-  const std::string payload = json{{"meta", meta}, {"chunks", chunks}}.dump();
+  RETURN_IF_ERROR(AppendLog(json{{"meta", meta}, {"chunks", chunks}}.dump()));
+  for (const auto& c : chunks) {
+    ChunkLocation loc;
+    loc.offset = c["off"].get<uint64_t>();
+    for (int i = 0; i < 3; ++i) loc.crc[i] = c["crc"][i].get<uint32_t>();
+    index_[{c["id"].get<uint64_t>(), c["layer"].get<int>()}] = loc;
+  }
+  data_end_ = off;
+  counters_.bytes_written += record * writes.size();
+  return Status::OK();
+}
+
+Status ChunkStore::AppendLog(const std::string& payload) {
+  const std::string log_path = dir_ + "/log";
   std::string rec(12, '\0');
   const uint32_t magic = kRecordMagic, len = static_cast<uint32_t>(payload.size()), crc = Crc32c(payload.data(), len);
   std::memcpy(&rec[0], &magic, 4);
@@ -209,15 +239,63 @@ Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::stri
     if (::ftruncate(log_fd_, st.st_size) != 0) {}
     return w.ok() ? Status::Error(Errno(log_path + ": sync failed")) : w;
   }
-  for (const auto& c : chunks) {
-    ChunkLocation loc;
-    loc.offset = c["off"].get<uint64_t>();
-    for (int i = 0; i < 3; ++i) loc.crc[i] = c["crc"][i].get<uint32_t>();
-    index_[{c["id"].get<uint64_t>(), c["layer"].get<int>()}] = loc;
-  }
-  data_end_ = off;
-  counters_.bytes_written += record * writes.size();
   return Status::OK();
+}
+
+void ChunkStore::EraseLocked(const std::vector<uint64_t>& ids, std::vector<std::pair<uint64_t, uint64_t>>* extents) {
+  const std::set<uint64_t> wanted(ids.begin(), ids.end());
+  for (auto it = index_.begin(); it != index_.end();) {
+    if (wanted.count(it->first.first)) {
+      extents->push_back({it->second.offset, RecordBytes()});
+      it = index_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Status ChunkStore::PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents) {
+  std::sort(extents.begin(), extents.end());
+  for (size_t i = 0; i < extents.size();) {
+    uint64_t start = extents[i].first, end = start + extents[i].second;
+    for (++i; i < extents.size() && extents[i].first <= end; ++i) end = std::max(end, extents[i].first + extents[i].second);
+    if (::fallocate(data_fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(start),
+                    static_cast<off_t>(end - start)) != 0)
+      return Status::Error(Errno(dir_ + "/chunks.dat: cannot punch a hole (freed chunks keep their space)"));
+  }
+  return Status::OK();
+}
+
+Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t> stored;
+  for (uint64_t id : std::set<uint64_t>(chunk_ids.begin(), chunk_ids.end())) {
+    auto it = index_.lower_bound({id, 0});
+    if (it != index_.end() && it->first.first == id) stored.push_back(id);
+  }
+  if (stored.empty()) return Status::OK();
+  RETURN_IF_ERROR(AppendLog(json{{"free", stored}}.dump()));
+  std::vector<std::pair<uint64_t, uint64_t>> extents;
+  EraseLocked(stored, &extents);
+  if (stats != nullptr) {
+    stats->chunk_layers += extents.size();
+    stats->bytes += extents.size() * RecordBytes();
+  }
+  return PunchHoles(std::move(extents));
+}
+
+std::vector<uint64_t> ChunkStore::ChunkIds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t> ids;
+  for (const auto& [key, loc] : index_)
+    if (ids.empty() || ids.back() != key.first) ids.push_back(key.first);
+  return ids;
+}
+
+uint64_t ChunkStore::AllocatedBytes() const {
+  struct stat st;
+  if (::fstat(data_fd_, &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_blocks) * 512;
 }
 
 bool ChunkStore::Has(uint64_t chunk_id, int layer) const {

@@ -15,6 +15,8 @@
 // open, a torn or corrupt log tail is cut off, so a crash never exposes a
 // chunk whose record did not land. Reads bypass the page cache (O_DIRECT) and
 // verify each part's checksum: a corrupt part is an error, never data.
+// Free gives chunks' space back to the file system (a log record, then holes
+// punched where their parts were). One process at a time: Open locks the log.
 #pragma once
 
 #include <atomic>
@@ -75,6 +77,11 @@ struct ChunkRead {
   void* probe = nullptr;
 };
 
+struct FreeStats {
+  uint64_t chunk_layers = 0;  // (chunk, layer) records freed
+  uint64_t bytes = 0;         // their parts, padding included
+};
+
 struct StoreCounters {
   std::atomic<uint64_t> bytes_read{0};
   std::atomic<uint64_t> parts_read{0};
@@ -102,6 +109,16 @@ class ChunkStore {
   bool Has(uint64_t chunk_id, int layer) const;
   // Reads every part of every chunk and checks it; the first problem is the error.
   Status Verify(uint64_t* chunks_checked);
+  // Forgets every layer of `chunk_ids` durably (a crash keeps either all of
+  // them or none) and punches holes where their parts were. Ids not stored
+  // are ignored. Errors: the log write, or a file system that cannot punch
+  // holes (the chunks are then forgotten but their space stays allocated).
+  // REQUIRES: nothing reads these chunks any more.
+  Status Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats);
+  // Distinct chunk ids stored, ascending.
+  std::vector<uint64_t> ChunkIds() const;
+  // Bytes chunks.dat occupies on the file system (holes excluded).
+  uint64_t AllocatedBytes() const;
 
   const ChunkGeometry& geometry() const { return opt_.geometry; }
   const std::string& fingerprint() const { return opt_.fingerprint; }
@@ -114,7 +131,15 @@ class ChunkStore {
  private:
   ChunkStore() = default;
   size_t PartStride(int part) const;  // padded size of part index 0..2
+  size_t RecordBytes() const { return PartStride(0) * 2 + PartStride(2); }
   Status ReadOne(const ChunkRead& r);
+  // Appends one framed record to the log and syncs it; on failure the log is as it was.
+  Status AppendLog(const std::string& payload);
+  // Removes every layer of `ids` from index_, appending their extents.
+  // REQUIRES: mu_ held, or the store not yet shared (Open).
+  void EraseLocked(const std::vector<uint64_t>& ids, std::vector<std::pair<uint64_t, uint64_t>>* extents);
+  // Deallocates the byte ranges (offset, length), merged where adjacent.
+  Status PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents);
   void Throttle(size_t bytes);
 
   std::string dir_;
