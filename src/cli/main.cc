@@ -2,6 +2,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -101,6 +102,9 @@ void ApplyRuntimeFlags(const RuntimeFlags& flags) {
 
 int main(int argc, char** argv) {
   impress::TuneHostAllocator();
+  // A write past a file-size limit (ulimit -f) fails like one on a full disk,
+  // with an error that names the file, instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"impress: importance-informed multi-tier prefix KV storage for LLM inference"};
   app.require_subcommand(1);
   std::vector<impress::Command> commands;
