@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -146,6 +148,44 @@ TEST(ChunkStore, FlippedByteIsDetectedNeverServed) {
   EXPECT_NE(st.message().find("fails its checksum"), std::string::npos);
   EXPECT_FALSE((*s)->Verify(nullptr).ok());
   ExpectChunk(**s, 1, 2);  // other chunks are intact
+}
+
+// Only a torn last record is cut off; a bad record with whole records after
+// it is damage, and opening refuses the store without changing it.
+TEST(ChunkStore, DamagedLogIsRefusedNotCut) {
+  TempDir dir;
+  {
+    auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+    for (uint64_t first : {0, 2, 4}) ASSERT_TRUE(CommitChunks(**s, first, 2).ok());
+  }
+  auto flip = [&](size_t at) {
+    std::fstream f(dir.File("log"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(at));
+    char c;
+    f.read(&c, 1);
+    c ^= 0x01;
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(&c, 1);
+  };
+  std::ifstream in(dir.File("log"), std::ios::binary);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint32_t len0;
+  std::memcpy(&len0, &log[4], 4);
+  const size_t second = 12 + len0;  // where the second record starts
+  flip(second + 30);
+  auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("log: the record at byte " + std::to_string(second) +
+                                      " is corrupt and whole records follow it"),
+            std::string::npos)
+      << s.status().message();
+  EXPECT_EQ(std::filesystem::file_size(dir.File("log")), log.size());
+  flip(second + 30);  // undone: every record is back
+  std::vector<std::string> metas;
+  s = ChunkStore::Open(dir.path(), Options(), &metas);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(metas.size(), 3u);
+  ExpectChunk(**s, 5, 2);
 }
 
 // A child commits records in a loop and reports each one that returned; the

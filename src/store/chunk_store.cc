@@ -57,6 +57,16 @@ Status WriteAll(int fd, const void* data, size_t n, uint64_t offset, const std::
   return Status::OK();
 }
 
+// A whole log record starts at `pos`: magic, a length that fits, a matching checksum.
+bool RecordAt(const std::string& log, size_t pos) {
+  if (pos + 12 > log.size()) return false;
+  uint32_t magic, len, crc;
+  std::memcpy(&magic, &log[pos], 4);
+  std::memcpy(&len, &log[pos + 4], 4);
+  std::memcpy(&crc, &log[pos + 8], 4);
+  return magic == kRecordMagic && len <= log.size() - pos - 12 && Crc32c(&log[pos + 12], len) == crc;
+}
+
 json GeometryJson(const ChunkGeometry& g) {
   return {{"chunk_tokens", g.chunk_tokens}, {"layers", g.layers}, {"kv_heads", g.kv_heads},
           {"head_dim", g.head_dim}, {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}};
@@ -118,6 +128,9 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
                                               : Errno(log + ": cannot lock"));
 
   // Replay the log up to the first record that is torn or fails its checksum.
+  // Only a crash mid-append makes one, so it must be the last: a whole
+  // record after it means the log itself is damaged, and cutting it there
+  // would lose committed records.
   struct stat st;
   ::fstat(s->log_fd_, &st);
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
@@ -127,11 +140,9 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   uint64_t data_end = 0;
   std::vector<std::pair<uint64_t, uint64_t>> freed;  // extents of freed records
   while (pos + 12 <= bytes.size()) {
-    uint32_t magic, len, crc;
-    std::memcpy(&magic, &bytes[pos], 4);
+    if (!RecordAt(bytes, pos)) break;
+    uint32_t len;
     std::memcpy(&len, &bytes[pos + 4], 4);
-    std::memcpy(&crc, &bytes[pos + 8], 4);
-    if (magic != kRecordMagic || pos + 12 + len > bytes.size() || Crc32c(&bytes[pos + 12], len) != crc) break;
     json rec;
     try {
       rec = json::parse(bytes.begin() + pos + 12, bytes.begin() + pos + 12 + len);
@@ -153,6 +164,11 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
     if (committed != nullptr) committed->push_back(rec["meta"].get<std::string>());
     pos += 12 + len;
   }
+  for (size_t q = pos + 1; q + 12 <= bytes.size(); ++q)
+    if (RecordAt(bytes, q))
+      return Status::Error(log + ": the record at byte " + std::to_string(pos) +
+                           " is corrupt and whole records follow it (byte " + std::to_string(q) +
+                           "): the store is damaged; nothing was changed");
   if (pos < bytes.size() && ::ftruncate(s->log_fd_, static_cast<off_t>(pos)) != 0)
     return Status::Error(Errno(log + ": cannot cut off a torn tail"));
   // A crash between a free record and its holes leaves space allocated:
