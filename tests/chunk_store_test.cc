@@ -188,39 +188,51 @@ TEST(ChunkStore, DamagedLogIsRefusedNotCut) {
   ExpectChunk(**s, 5, 2);
 }
 
-// A child commits records in a loop and reports each one that returned; the
-// parent kills it at a random moment, reopens, and checks that every reported
-// record is whole, nothing torn is visible, and the store keeps working.
+// A child commits 4 chunks at a time in a loop (with free_behind, then frees
+// the commit before last) and reports each first id whose commit returned;
+// this kills it at a random moment after its first report and returns the
+// last id reported, or -1 if the child never reported.
+int64_t CommitUntilKilled(const std::string& dir, bool free_behind, std::mt19937& rng) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    close(fds[0]);
+    auto s = ChunkStore::Open(dir, Options(), nullptr);
+    if (!s.ok()) _exit(2);
+    for (uint64_t first = 0;; first += 4) {
+      if (!CommitChunks(**s, first, 4).ok()) _exit(3);
+      if (free_behind && first >= 8 && !(*s)->Free({first - 8, first - 7, first - 6, first - 5}, nullptr).ok())
+        _exit(5);
+      if (write(fds[1], &first, sizeof(first)) != sizeof(first)) _exit(4);
+    }
+  }
+  close(fds[1]);
+  // Kill at a random moment after the first reported commit (however slow
+  // the child is to start, e.g. under a sanitizer).
+  uint64_t first;
+  int64_t reported = -1;
+  if (read(fds[0], &first, sizeof(first)) == sizeof(first)) {
+    reported = static_cast<int64_t>(first);
+    usleep(std::uniform_int_distribution<int>(2000, 60000)(rng));
+  }
+  kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  while (read(fds[0], &first, sizeof(first)) == sizeof(first)) reported = static_cast<int64_t>(first);
+  close(fds[0]);
+  return reported;
+}
+
+// The parent kills a committing child, reopens, and checks that every
+// reported record is whole, nothing torn is visible, and the store keeps working.
 TEST(ChunkStore, SurvivesSigkillMidWrite) {
   std::mt19937 rng(20251);
   for (int round = 0; round < 8; ++round) {
     TempDir dir;
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
-      if (!s.ok()) _exit(2);
-      for (uint64_t first = 0;; first += 4) {
-        if (!CommitChunks(**s, first, 4).ok()) _exit(3);
-        if (write(fds[1], &first, sizeof(first)) != sizeof(first)) _exit(4);
-      }
-    }
-    close(fds[1]);
-    // Kill at a random moment after the first reported commit (however slow
-    // the child is to start, e.g. under a sanitizer).
-    uint64_t first;
-    ASSERT_EQ(read(fds[0], &first, sizeof(first)), static_cast<ssize_t>(sizeof(first)));
-    int64_t reported = static_cast<int64_t>(first);
-    usleep(std::uniform_int_distribution<int>(2000, 60000)(rng));
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    while (read(fds[0], &first, sizeof(first)) == sizeof(first)) reported = static_cast<int64_t>(first);
-    close(fds[0]);
-
+    const int64_t reported = CommitUntilKilled(dir.path(), /*free_behind=*/false, rng);
+    ASSERT_GE(reported, 0) << "the child never committed";
     std::vector<std::string> metas;
     auto s = ChunkStore::Open(dir.path(), Options(), &metas);
     ASSERT_TRUE(s.ok()) << s.status().message();
@@ -291,37 +303,15 @@ TEST(ChunkStore, OneProcessAtATime) {
   EXPECT_TRUE(ChunkStore::Open(dir.path(), Options(), nullptr).ok());
 }
 
-// As above, with a child that also frees the chunks of the commit before
-// last after each commit: a reopened store never indexes a chunk whose parts
-// were punched away (Verify reads every indexed part), and what it indexes is
-// exactly the committed chunks minus the freed ones.
+// As SurvivesSigkillMidWrite, with a child that also frees the chunks of the
+// commit before last after each commit: a reopened store never indexes a
+// chunk whose parts were punched away (Verify reads every indexed part), and
+// what it indexes is exactly the committed chunks minus the freed ones.
 TEST(ChunkStore, FreeSurvivesSigkill) {
   std::mt19937 rng(7);
   for (int round = 0; round < 8; ++round) {
     TempDir dir;
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
-      if (!s.ok()) _exit(2);
-      for (uint64_t first = 0;; first += 4) {
-        if (!CommitChunks(**s, first, 4).ok()) _exit(3);
-        if (first >= 8 && !(*s)->Free({first - 8, first - 7, first - 6, first - 5}, nullptr).ok()) _exit(5);
-        if (write(fds[1], &first, sizeof(first)) != sizeof(first)) _exit(4);
-      }
-    }
-    close(fds[1]);
-    uint64_t first;
-    ASSERT_EQ(read(fds[0], &first, sizeof(first)), static_cast<ssize_t>(sizeof(first)));
-    usleep(std::uniform_int_distribution<int>(2000, 60000)(rng));
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    close(fds[0]);
-
+    ASSERT_GE(CommitUntilKilled(dir.path(), /*free_behind=*/true, rng), 0) << "the child never committed";
     std::vector<std::string> metas;
     auto s = ChunkStore::Open(dir.path(), Options(), &metas);
     ASSERT_TRUE(s.ok()) << s.status().message();
