@@ -283,16 +283,20 @@ Status ChunkStore::PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents
 }
 
 Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<uint64_t> stored;
-  for (uint64_t id : std::set<uint64_t>(chunk_ids.begin(), chunk_ids.end())) {
-    auto it = index_.lower_bound({id, 0});
-    if (it != index_.end() && it->first.first == id) stored.push_back(id);
-  }
-  if (stored.empty()) return Status::OK();
-  RETURN_IF_ERROR(AppendLog(json{{"free", stored}}.dump()));
   std::vector<std::pair<uint64_t, uint64_t>> extents;
-  EraseLocked(stored, &extents);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<uint64_t> stored;
+    for (uint64_t id : std::set<uint64_t>(chunk_ids.begin(), chunk_ids.end())) {
+      auto it = index_.lower_bound({id, 0});
+      if (it != index_.end() && it->first.first == id) stored.push_back(id);
+    }
+    if (stored.empty()) return Status::OK();
+    RETURN_IF_ERROR(AppendLog(json{{"free", stored}}.dump()));
+    EraseLocked(stored, &extents);
+  }
+  // Outside the lock: nothing indexes these extents any more, and commits
+  // append past the end of the file, never into them.
   if (stats != nullptr) {
     stats->chunk_layers += extents.size();
     stats->bytes += extents.size() * RecordBytes();
