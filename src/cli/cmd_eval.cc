@@ -74,8 +74,12 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
   cmd->add_option("--task", o->task, "piqa, rte, copa, openbookqa, or all");
-  cmd->add_option("--shots", c->shots, "few-shot examples in the prefix shared by every document")
-      ->check(NonNegativeNumber());
+  CLI::Option* shots = cmd->add_option("--shots", c->shots, "few-shot examples in the prefix shared by every document")
+                           ->check(NonNegativeNumber());
+  cmd->add_option("--prefix-tokens", c->prefix_tokens,
+                  "instead of --shots: per task, as many few-shot examples as fit in this many prefix tokens (0: off)")
+      ->check(NonNegativeNumber())
+      ->excludes(shots);
   cmd->add_option("--limit", c->limit, "score the first N documents of each split (0: all)")
       ->check(NonNegativeNumber());
   cmd->add_option("--system", c->system, "recomp, as, h2o-lru, h2o-lfu or impress-itf: which prefix KV documents attend to "

@@ -74,7 +74,7 @@ std::string JoinNum(const std::vector<T>& v) {
 nlohmann::ordered_json ScaleJson(const FigureScale& s) {
   return {{"tasks", s.tasks}, {"task", s.task}, {"prefixes", s.pool}, {"prefix_tokens", s.prefix_tokens},
           {"requests", s.requests}, {"warmup", s.warmup}, {"gpu_cache", s.gpu_cache}, {"cpu_cache", s.cpu_cache},
-          {"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots},
+          {"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots}, {"eval_prefix_tokens", s.eval_prefix_tokens},
           {"analysis_docs", s.analysis_docs}, {"retentions", s.retentions}, {"alphas", s.alphas},
           {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype}, {"itf_unit", s.itf_unit},
           {"eval_chunk", s.eval_chunk}, {"seed", s.seed}};
@@ -89,7 +89,9 @@ std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
   c << " --out " << o.out << " --store " << o.store << " --tasks " << o.tasks << " --task " << s.task
     << " --prefixes " << s.pool << " --prefix-tokens " << s.prefix_tokens << " --requests " << s.requests
     << " --warmup " << s.warmup << " --gpu-cache " << o.tiers.gpu_cache << " --cpu-cache "
-    << o.tiers.cpu_cache << " --disk-bw " << o.tiers.disk_bw << " --h2d-bw " << o.tiers.h2d_bw << " --docs " << s.docs << " --shots " << s.shots
+    << o.tiers.cpu_cache << " --disk-bw " << o.tiers.disk_bw << " --h2d-bw " << o.tiers.h2d_bw << " --docs " << s.docs
+    << (s.eval_prefix_tokens > 0 ? " --eval-prefix-tokens " + std::to_string(s.eval_prefix_tokens)
+                                 : " --shots " + std::to_string(s.shots))
     << " --analysis-docs " << s.analysis_docs << " --retention " << JoinNum(s.retentions) << " --alpha "
     << JoinNum(s.alphas) << " --chunk " << JoinNum(s.chunks) << " --pool " << JoinNum(s.pools) << " --itf-unit "
     << s.itf_unit << " --eval-chunk " << s.eval_chunk << " --seed " << s.seed;
@@ -238,7 +240,11 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--warmup", s->warmup, "warm-up requests per system")->check(NonNegativeNumber());
   o->tiers.Add(cmd);
   cmd->add_option("--docs", s->docs, "documents per task for accuracy (0: all)")->check(NonNegativeNumber());
-  cmd->add_option("--shots", s->shots, "few-shot examples for accuracy")->check(NonNegativeNumber());
+  CLI::Option* shots = cmd->add_option("--shots", s->shots, "few-shot examples for accuracy")->check(NonNegativeNumber());
+  cmd->add_option("--eval-prefix-tokens", s->eval_prefix_tokens,
+                  "instead of --shots: per task, as many few-shot examples as fit in this many tokens (0: off)")
+      ->check(NonNegativeNumber())
+      ->excludes(shots);
   cmd->add_option("--analysis-docs", s->analysis_docs, "documents for the motivation figures")->check(PositiveNumber());
   cmd->add_option("--retention", s->retentions, "fig15's retentions")->delimiter(',')->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--alpha", s->alphas, "fig22's alphas")->delimiter(',')->check(NonNegativeNumber());

@@ -25,15 +25,46 @@ StatusOr<std::vector<Doc>> LoadDocs(const EvalConfig& c, const TaskSpec& task, c
   return docs;
 }
 
-StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& task, Scorer& scorer) {
+// The most examples of the seeded sample whose prefix is at most `max_tokens`
+// tokens (the sample of s examples is the first s of the sample of s + 1, and
+// the count grows with s): doubling, then bisection.
+StatusOr<int> ShotsThatFit(const std::vector<Doc>& train, const Tokenizer& tok, int64_t max_tokens, uint64_t seed) {
+  auto fits = [&](int s) -> StatusOr<bool> {
+    ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.Encode(BuildPrefix(SampleShots(train, s, seed)), false));
+    return static_cast<int64_t>(ids.size()) <= max_tokens;
+  };
+  const int n = static_cast<int>(train.size());
+  int lo = 0, hi = 1;  // lo fits; hi is the first candidate not known to fit
+  while (hi <= n) {
+    ASSIGN_OR_RETURN(bool ok, fits(hi));
+    if (!ok) break;
+    lo = hi;
+    hi = std::min(2 * hi, n + 1);
+    if (lo == n) return n;
+  }
+  hi = std::min(hi, n + 1);
+  while (hi - lo > 1) {  // lo fits, hi does not (or is past the end)
+    const int mid = lo + (hi - lo) / 2;
+    ASSIGN_OR_RETURN(bool ok, fits(mid));
+    (ok ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& task, const Tokenizer& tok,
+                                          Scorer& scorer) {
   ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadDocs(c, task, task.eval_split));
   std::string prefix;
-  if (c.shots > 0) {
+  int shots = c.shots;
+  if (shots > 0 || c.prefix_tokens > 0) {
     ASSIGN_OR_RETURN(std::vector<Doc> train, LoadDocs(c, task, task.train_split));
-    if (c.shots > static_cast<int>(train.size()))
-      return Status::Error("--shots " + std::to_string(c.shots) + " is more than the " +
+    if (c.prefix_tokens > 0) {
+      ASSIGN_OR_RETURN(shots, ShotsThatFit(train, tok, c.prefix_tokens, c.seed));
+    } else if (shots > static_cast<int>(train.size())) {
+      return Status::Error("--shots " + std::to_string(shots) + " is more than the " +
                            std::to_string(train.size()) + " training documents of " + task.name);
-    prefix = BuildPrefix(SampleShots(train, c.shots, c.seed));
+    }
+    prefix = BuildPrefix(SampleShots(train, shots, c.seed));
   }
   RETURN_IF_ERROR(scorer.SetPrefix(prefix));
   const int n = c.limit > 0 ? std::min<int>(c.limit, docs.size()) : static_cast<int>(docs.size());
@@ -57,7 +88,7 @@ StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& t
     progress.Update(i + 1);
   }
   const double acc = double(correct) / n, acc_norm = double(correct_norm) / n;
-  return nlohmann::ordered_json{{"task", task.name}, {"n", n}, {"acc", acc}, {"acc_norm", acc_norm},
+  return nlohmann::ordered_json{{"task", task.name}, {"n", n}, {"shots", shots}, {"acc", acc}, {"acc_norm", acc_norm},
                                 {"acc_stderr", MeanStderr(acc, n)}, {"acc_norm_stderr", MeanStderr(acc_norm, n)},
                                 {"gold_loglik_mean", gold_loglik / n}, {"prefix_tokens", scorer.prefix_tokens()},
                                 {"kept_share", scorer.selection().KeptShare()},
@@ -81,31 +112,36 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   ASSIGN_OR_RETURN(select.unit, ParseItfUnit(c.itf_unit));
   select.chunk_tokens = c.chunk;
   Scorer scorer(model, tok, select);
-  nlohmann::ordered_json j = {{"system", c.system}, {"shots", c.shots}, {"seed", c.seed}, {"limit", c.limit},
+  nlohmann::ordered_json j = {{"system", c.system}, {"shots", c.shots}, {"max_prefix_tokens", c.prefix_tokens},
+                              {"seed", c.seed}, {"limit", c.limit},
                               {"retention", c.retention}, {"alpha", c.alpha},
                               {"itf_unit", c.itf_unit}, {"chunk", c.chunk}};
   j["results"] = nlohmann::json::array();
   for (const TaskSpec* t : tasks) {
-    ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTask(c, *t, scorer));
+    ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTask(c, *t, tok, scorer));
     j["results"].push_back(std::move(r));
   }
   return j;
 }
 
 void PrintEvalReport(const nlohmann::ordered_json& j, std::FILE* out) {
-  std::fprintf(out, "model %s, system %s, %d-shot, seed %llu, retention %.3g, alpha %.3g, ITF unit %s (chunk %d)\n\n",
-               j.value("model", std::string("?")).c_str(), j["system"].get<std::string>().c_str(), j["shots"].get<int>(),
+  const int64_t max_prefix = j.value("max_prefix_tokens", int64_t{0});
+  const std::string shots = max_prefix > 0 ? "shots up to " + std::to_string(max_prefix) + " prefix tokens"
+                                           : std::to_string(j["shots"].get<int>()) + "-shot";
+  std::fprintf(out, "model %s, system %s, %s, seed %llu, retention %.3g, alpha %.3g, ITF unit %s (chunk %d)\n\n",
+               j.value("model", std::string("?")).c_str(), j["system"].get<std::string>().c_str(), shots.c_str(),
                j["seed"].get<unsigned long long>(), j["retention"].get<double>(), j["alpha"].get<double>(),
                j.value("itf_unit", std::string("token")).c_str(), j.value("chunk", 64));
-  std::fprintf(out, "| %-10s | %5s | %7s | %7s | %8s | %8s | %6s | %6s | %8s |\n", "task", "n", "acc", "acc_norm", "acc_se",
-               "norm_se", "prefix", "kept", "fallback");
-  std::fprintf(out, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------", "-------", "---------", "----------", "----------",
-               "----------", "--------", "--------", "----------");
+  std::fprintf(out, "| %-10s | %5s | %7s | %7s | %8s | %8s | %5s | %6s | %6s | %8s |\n", "task", "n", "acc", "acc_norm",
+               "acc_se", "norm_se", "shots", "prefix", "kept", "fallback");
+  std::fprintf(out, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------", "-------", "---------", "----------",
+               "----------", "----------", "-------", "--------", "--------", "----------");
   for (const auto& r : j["results"])
-    std::fprintf(out, "| %-10s | %5d | %7.4f | %8.4f | %8.4f | %8.4f | %6d | %6.3f | %8.3f |\n",
+    std::fprintf(out, "| %-10s | %5d | %7.4f | %8.4f | %8.4f | %8.4f | %5d | %6d | %6.3f | %8.3f |\n",
                  r["task"].get<std::string>().c_str(), r["n"].get<int>(), r["acc"].get<double>(),
                  r["acc_norm"].get<double>(), r["acc_stderr"].get<double>(), r["acc_norm_stderr"].get<double>(),
-                 r["prefix_tokens"].get<int>(), r["kept_share"].get<double>(), r["fallback_share"].get<double>());
+                 r.value("shots", j["shots"].get<int>()), r["prefix_tokens"].get<int>(), r["kept_share"].get<double>(),
+                 r["fallback_share"].get<double>());
 }
 
 }  // namespace impress

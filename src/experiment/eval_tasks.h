@@ -25,6 +25,9 @@ struct EvalConfig {
   std::string data = "data";
   std::string system = "recomp";   // which prefix KV documents attend to
   int shots = 0;                   // few-shot examples in the shared prefix
+  // > 0: instead of `shots`, per task as many examples of the seeded sample
+  // as fit in this many prefix tokens (the paper's prefixes are long).
+  int64_t prefix_tokens = 0;
   int limit = 0;                   // the first N documents of each split (0: all)
   uint64_t seed = 1234;            // of the few-shot sample
   double retention = 1.0, alpha = 0.6;
@@ -36,10 +39,11 @@ struct EvalConfig {
   std::function<void(Doc*)> edit_doc;
 };
 
-// {"system", "shots", ..., "results": [{"task", "n", "acc", "acc_norm",
-// "acc_stderr", "acc_norm_stderr", "gold_loglik_mean", "prefix_tokens",
-// "kept_share", "fallback_share", "preds"}, ...]}, one result per task in
-// order; "preds" holds each document's predicted choice (acc's argmax).
+// {"system", "shots", "max_prefix_tokens", ..., "results": [{"task", "n",
+// "shots", "acc", "acc_norm", "acc_stderr", "acc_norm_stderr",
+// "gold_loglik_mean", "prefix_tokens", "kept_share", "fallback_share",
+// "preds"}, ...]}, one result per task in order; "shots" per task is what
+// the prefix holds; "preds" holds each document's predicted choice (acc's argmax).
 // Errors name the split file or the document.
 StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& config);
 

@@ -97,7 +97,8 @@ RunConfig FigureRunner::BaseRun(const std::string& task) const {
 EvalConfig FigureRunner::BaseEval(std::vector<std::string> tasks) const {
   EvalConfig c;
   c.tasks = std::move(tasks);
-  c.shots = scale_.shots;
+  c.shots = scale_.eval_prefix_tokens > 0 ? 0 : scale_.shots;
+  c.prefix_tokens = scale_.eval_prefix_tokens;
   c.limit = scale_.docs;
   c.seed = scale_.seed;
   c.itf_unit = scale_.itf_unit;
@@ -125,6 +126,7 @@ StatusOr<ojson> FigureRunner::Run(const FigureModel& m, RunConfig c) {
 StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
   c.data = data_;
   const std::string key = ojson{{"model", m.dir}, {"tasks", c.tasks}, {"system", c.system}, {"shots", c.shots},
+                                {"prefix_tokens", c.prefix_tokens},
                                 {"limit", c.limit}, {"seed", c.seed}, {"retention", c.retention}, {"alpha", c.alpha},
                                 {"itf_unit", c.itf_unit}, {"chunk", c.chunk}}
                               .dump();
@@ -183,7 +185,10 @@ StatusOr<Figure> FigureRunner::Fig15() {
   }
   f.notes.push_back("mean impress-itf minus h2o-lru: " + std::to_string(cells ? diff_sum / cells : 0).substr(0, 6) +
                     " points over " + std::to_string(cells) + " cells; " + std::to_string(scale_.docs) +
-                    " documents per task (0: all), " + std::to_string(scale_.shots) + "-shot");
+                    " documents per task (0: all), " +
+                    (scale_.eval_prefix_tokens > 0
+                         ? "few-shot examples up to " + std::to_string(scale_.eval_prefix_tokens) + " prefix tokens"
+                         : std::to_string(scale_.shots) + "-shot"));
   f.notes.push_back("agrees with recomp: the share of documents on which the system predicts the choice that the "
                     "full prefix KV predicts, right or wrong");
   return f;

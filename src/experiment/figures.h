@@ -32,6 +32,7 @@ struct FigureScale {
   double disk_bw = 128.0 * (1 << 20), h2d_bw = 640.0 * (1 << 20);  // emulated; 0: the real device
   int docs = 40;                    // documents per task for accuracy (0: all)
   int shots = 5;                    // few-shot examples for accuracy
+  int64_t eval_prefix_tokens = 0;   // > 0: instead, per task as many as fit in this many tokens
   int analysis_docs = 16;           // documents for the motivation measurements
   std::vector<double> retentions = {0.5, 0.25, 0.1, 0.05};  // Fig. 15
   std::vector<double> alphas = {0, 0.3, 0.6, 1, 2};        // Fig. 22
