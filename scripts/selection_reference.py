@@ -11,7 +11,10 @@ new tokens up to itself. Unselected prefix tokens are dropped, not recomputed.
 
 Selections (k = ceil(retention * P), at least 1; k >= P keeps everything):
 - "h2o": each query head keeps its own top-k.
-- "itf": the first 3 query heads are probes. Their top-k sets' mean pairwise
+- "itf": 3 query heads are probes: the first 3 (--probe-layout first, the
+  paper), or one per KV head in turn, heads 0, g, 2g (--probe-layout spread;
+  g query heads per KV head; 1, g + 1, ... when there are fewer KV heads than
+  3). Their top-k sets' mean pairwise
   Jaccard index J is compared with t = ((k/P) / (2 - k/P)) ** alpha; if
   J > t, every head keeps the agreed set (tokens ranked by how many probe
   sets hold them, then by importance summed over the probes, then by lower
@@ -20,7 +23,7 @@ Selections (k = ceil(retention * P), at least 1; k >= P keeps everything):
   of each KV head keep the set they agree on; no probe test.
 
 As a check: scripts/selection_reference.py --model DIR --system
-h2o-lru|impress-itf --retention R [--alpha A] [--docs N] (--impress BIN
+h2o-lru|impress-itf --retention R [--alpha A] [--probe-layout L] [--docs N] (--impress BIN
 [--task T --shots S --data DIR] | --samples EVAL.jsonl) compares the choice
 log-likelihoods of `impress eval --samples` (run here, or a file it wrote
 with the same options) with this reference's, document by document, and
@@ -52,6 +55,14 @@ def agreed_set(sets, importance, k):
     total = importance.double().sum(0)
     order = sorted(range(p), key=lambda i: (-votes[i].item(), -total[i].item(), i))
     return torch.tensor(sorted(order[:k]))
+
+
+def probe_heads(layout, heads, kv_heads, n=3):
+    """The probe query heads of a layout (see the module docstring)."""
+    g = heads // kv_heads
+    if layout == "first":
+        return tuple(range(min(n, heads)))
+    return tuple((i % kv_heads) * g + i // kv_heads for i in range(min(n, heads)))
 
 
 def select(importance, system, retention, alpha, probes=(0, 1, 2), group_size=1):
@@ -131,6 +142,7 @@ def run_impress(args, path):
     subprocess.run([args.impress, "eval", "--model", args.model, "--task", args.task, "--data", args.data,
                     "--shots", str(args.shots), "--limit", str(args.docs), "--system", args.system,
                     "--retention", str(args.retention), "--alpha", str(args.alpha), "--device", "cpu",
+                    "--probe-layout", args.probe_layout,
                     "--dtype", "float32", "--samples", path], check=True, stdout=subprocess.DEVNULL)
 
 
@@ -196,9 +208,12 @@ def check_samples(args, samples):
     model, tok = load_model(args.model)
     prefix_ids = shared_prefix_ids(tok, records)
     system = "h2o" if args.system.startswith("h2o") else "itf"
+    c = model.config
+    probes = probe_heads(args.probe_layout, c.num_attention_heads, getattr(c, "num_key_value_heads", None)
+                         or c.num_attention_heads)
     worst, trusted, probed = 0.0, 0, 0
     for r in records[: args.docs]:
-        got, decisions = choice_logliks(model, tok, prefix_ids, r, system, args.retention, args.alpha)
+        got, decisions = choice_logliks(model, tok, prefix_ids, r, system, args.retention, args.alpha, probes)
         trusted += sum(d is True for d in decisions[-1])
         probed += sum(d is not None for d in decisions[-1])
         diff = max(abs(a - b) for a, b in zip(got, r["loglik"]))
@@ -206,7 +221,7 @@ def check_samples(args, samples):
         print(f"{r['task']} doc {r['doc']}: reference {['%.4f' % x for x in got]}, impress "
               f"{['%.4f' % x for x in r['loglik']]}, max diff {diff:.2e}")
     n = min(args.docs, len(records))
-    print(f"selection_reference: {args.system} at retention {args.retention}, alpha {args.alpha}: {n} documents, "
+    print(f"selection_reference: {args.system} (probe heads {probes}) at retention {args.retention}, alpha {args.alpha}: {n} documents, "
           f"probe heads trusted in {trusted} of {probed} probed layers; largest log-likelihood difference "
           f"{worst:.2e} (tol {args.tolerance})")
     return worst
@@ -218,6 +233,7 @@ def main():
     ap.add_argument("--system", choices=["h2o-lru", "h2o-lfu", "impress-itf"], required=True)
     ap.add_argument("--retention", type=float, required=True)
     ap.add_argument("--alpha", type=float, default=0.6)
+    ap.add_argument("--probe-layout", choices=["first", "spread"], default="first")
     ap.add_argument("--docs", type=int, default=3)
     ap.add_argument("--tolerance", type=float, default=1e-3)
     ap.add_argument("--samples", help="check this `impress eval --samples` file instead of running impress")

@@ -146,6 +146,58 @@ TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
   EXPECT_FALSE(by_chunk.equal(as));
 }
 
+// The spread probe layout from the store: the store copies the keys of the
+// KV heads the probe heads use, an untrusted probe reads just those on top of
+// H2O's reads and answers as H2O does, a trusted one reads no other keys, and
+// a store copying fewer KV heads is refused.
+TEST_P(ReuseTest, SpreadProbesReadTheKvHeadsTheyUse) {
+  const ModelConfig& c = model_->config();
+  const int64_t need = ProbeKvHeads(ProbeQueryHeads(3, c.num_heads, c.num_kv_heads, ProbeLayout::kSpread),
+                                    c.num_heads, c.num_kv_heads);
+  std::vector<int32_t> prefix = Tokens(160, 4);
+  std::vector<int32_t> ctx = prefix;
+  for (int32_t t : Tokens(12, 77)) ctx.push_back(t);
+  std::unique_ptr<RewindableKv> kv;
+  auto run = [&](const System& sys, ProbeLayout store_layout, RequestTrace* t) -> StatusOr<at::Tensor> {
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;  // every load reads the disk
+    o.probe_layout = store_layout;
+    auto store = PrefixStore::Open(*model_, o);
+    EXPECT_EQ((*store)->geometry().probe_kv_heads,
+              store_layout == ProbeLayout::kSpread ? need : ProbeKvHeads({0, 1, 2}, c.num_heads, c.num_kv_heads));
+    RequestTrace warm;
+    EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &warm).ok());
+    return RunRequest(sys, *model_, store->get(), ctx, 160, &kv, t);
+  };
+  System never = Named("impress-itf", 0.1), always = never;
+  never.select.alpha = 0;
+  always.select.alpha = 1000;
+  never.select.probe_layout = always.select.probe_layout = ProbeLayout::kSpread;
+  RequestTrace h_t, n_t, a_t;
+  auto h2o = run(Named("h2o-lfu", 0.1), ProbeLayout::kSpread, &h_t);
+  auto fallback = run(never, ProbeLayout::kSpread, &n_t);
+  ASSERT_TRUE(h2o.ok() && fallback.ok()) << fallback.status().message();
+  EXPECT_TRUE(fallback->equal(*h2o));
+  const int64_t layers = c.num_layers, probe_bytes = need * 16 * c.head_dim * 2;  // 16-token chunks, fp16 (unpadded)
+  EXPECT_EQ(n_t.load.bytes[2], h_t.load.bytes[2] + 10 * layers * probe_bytes);
+  auto trusted = run(always, ProbeLayout::kSpread, &a_t);
+  ASSERT_TRUE(trusted.ok()) << trusted.status().message();
+  for (int l = 0; l < layers; ++l) EXPECT_EQ(a_t.selection.fallbacks[l], 0) << "layer " << l;
+  // Trusted: the probe copy of every chunk, then keys and values of the chunks holding agreed tokens.
+  const int64_t key_bytes = 16 * c.num_kv_heads * c.head_dim * 2;
+  int64_t want = 10 * layers * probe_bytes;
+  for (int l = 0; l < layers; ++l) want += a_t.layer_kv_chunks[l] * 2 * key_bytes;
+  EXPECT_EQ(a_t.load.bytes[2], want);
+  if (need > ProbeKvHeads({0, 1, 2}, c.num_heads, c.num_kv_heads)) {
+    RequestTrace r_t;
+    auto refused = run(always, ProbeLayout::kFirst, &r_t);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("probe layout needs " + std::to_string(need)), std::string::npos)
+        << refused.status().message();
+  }
+}
+
 TEST_P(ReuseTest, OtherModelStoreIsRefused) {
   TempDir dir;
   PrefixStoreOptions o = Options(dir.path());

@@ -1,6 +1,8 @@
 // Importance and IMPRESS identification on constructed inputs, against the
 // paper's definitions.
 #include "select/importance.h"
+#include "select/probe_heads.h"
+#include "select/selector.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -131,6 +133,46 @@ TEST(Select, ImportanceIsColumnSumOfAttentionWeights) {
 
 namespace impress {
 namespace {
+
+TEST(Select, ProbeLayouts) {
+  using H = std::vector<int64_t>;
+  // Multi-head (g = 1): both layouts probe heads 0, 1, 2, reading 3 KV heads.
+  for (ProbeLayout l : {ProbeLayout::kFirst, ProbeLayout::kSpread}) EXPECT_EQ(ProbeQueryHeads(3, 32, 32, l), (H{0, 1, 2}));
+  EXPECT_EQ(ProbeKvHeads({0, 1, 2}, 32, 32), 3);
+  // SmolLM2 (9 query heads on 3 KV heads): the first heads share KV head 0.
+  EXPECT_EQ(ProbeQueryHeads(3, 9, 3, ProbeLayout::kFirst), (H{0, 1, 2}));
+  EXPECT_EQ(ProbeKvHeads({0, 1, 2}, 9, 3), 1);
+  EXPECT_EQ(ProbeQueryHeads(3, 9, 3, ProbeLayout::kSpread), (H{0, 3, 6}));
+  EXPECT_EQ(ProbeKvHeads({0, 3, 6}, 9, 3), 3);
+  // Llama-3-8B-like (32 on 8): 3 of the 8 KV heads.
+  EXPECT_EQ(ProbeQueryHeads(3, 32, 8, ProbeLayout::kSpread), (H{0, 4, 8}));
+  EXPECT_EQ(ProbeKvHeads({0, 4, 8}, 32, 8), 3);
+  // Fewer KV heads than probes: wrap to the next head of each group.
+  EXPECT_EQ(ProbeQueryHeads(3, 8, 2, ProbeLayout::kSpread), (H{0, 4, 1}));
+  EXPECT_EQ(ProbeKvHeads({0, 4, 1}, 8, 2), 2);
+  EXPECT_EQ(ProbeQueryHeads(3, 4, 1, ProbeLayout::kSpread), (H{0, 1, 2}));  // one KV head
+  EXPECT_EQ(ProbeQueryHeads(3, 2, 1, ProbeLayout::kSpread), (H{0, 1}));     // fewer heads than probes
+  EXPECT_FALSE(ParseProbeLayout("middle").ok());
+}
+
+// Each row of ProbeImportance is the probe head's own importance against its
+// own KV head's keys, in either layout.
+TEST(Select, ProbeImportanceRowsAreTheProbeHeads) {
+  at::manual_seed(5);
+  const int64_t hq = 8, hkv = 2, t = 3, p = 6, d = 8;
+  LayerQkv qkv{0, at::randn({hq, t, d}), at::randn({hkv, t, d}), at::randn({hkv, t, d}), 0.3f};
+  at::Tensor pk = at::randn({hkv, p, d});
+  at::Tensor all = PrefixImportance(qkv.q, pk, qkv.k, qkv.scale);  // [hq, p]
+  for (ProbeLayout l : {ProbeLayout::kFirst, ProbeLayout::kSpread}) {
+    SelectorOptions o;
+    o.probe_layout = l;
+    const std::vector<int64_t> heads = ProbeQueryHeads(3, hq, hkv, l);
+    at::Tensor imp = ProbeImportance(o, qkv, pk.slice(0, 0, ProbeKvHeads(heads, hq, hkv)));
+    ASSERT_EQ(imp.sizes(), (at::IntArrayRef{3, p}));
+    for (size_t i = 0; i < heads.size(); ++i)
+      EXPECT_TRUE(at::allclose(imp[i], all[heads[i]], 1e-5, 1e-6)) << "probe " << i << " (head " << heads[i] << ")";
+  }
+}
 
 TEST(Select, RetentionOneEqualsFullReuse) {
   auto manifest = testing::FixtureManifest();

@@ -86,6 +86,9 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
                                          "(impress-itf-ro and impress choose as impress-itf does)")
       ->check(CLI::IsMember({"recomp", "as", "h2o-lru", "h2o-lfu", "impress-itf", "impress-itf-ro", "impress"}));
   AddSweepOptions(cmd, &o->axes, false);
+  cmd->add_option("--probe-layout", c->probe_layout,
+                  "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head)")
+      ->check(CLI::IsMember({"first", "spread"}));
   cmd->add_option("--chunk", c->chunk, "tokens per chunk the chunk ITF unit selects (the prefix cut as a store cuts it)")
       ->check(PositiveNumber());
   cmd->add_option("--seed", c->seed, "seed of the few-shot sample");

@@ -96,6 +96,10 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--warmup", c->warmup, "requests run before measuring")->check(NonNegativeNumber());
   o->tiers.Add(cmd);
   cmd->add_option("--store", c->store, "chunk store directory (kept across runs)");
+  cmd->add_option("--probe-layout", c->probe_layout,
+                  "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head; the store "
+                  "copies those KV heads' keys, so it needs its own --store)")
+      ->check(CLI::IsMember({"first", "spread"}));
   cmd->add_option("--policy", c->policy, "cache policy for every system (default: each system's own)")
       ->check(CLI::IsMember({"lru", "lfu", "score"}));
   cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));

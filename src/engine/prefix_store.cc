@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
-#include <set>
 
 #include "engine/compaction.h"
 #include "engine/store_log.h"
@@ -26,13 +25,6 @@ StatusOr<at::ScalarType> KvType(const std::string& s) {
   return Status::Error("--kv-dtype: unknown '" + s + "' (float16, bfloat16, float32)");
 }
 
-// KV heads the probe query heads [0, probe_heads) read.
-int ProbeKvHeads(const ModelConfig& c, int probe_heads) {
-  std::set<int> kv;
-  const int g = c.num_heads / c.num_kv_heads;
-  for (int h = 0; h < std::min(probe_heads, c.num_heads); ++h) kv.insert(h / g);
-  return static_cast<int>(kv.size());
-}
 
 uint32_t WeightsChecksum(const std::string& dir) {
   std::string path = dir + "/model.safetensors";
@@ -68,7 +60,9 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   ASSIGN_OR_RETURN(s->kv_type_, KvType(opt.kv_dtype));
   const ModelConfig& c = model.config();
   s->geo_ = ChunkGeometry{opt.chunk_tokens, c.num_layers, c.num_kv_heads, c.head_dim,
-                          ProbeKvHeads(c, opt.probe_heads), static_cast<int>(c10::elementSize(s->kv_type_))};
+                          static_cast<int>(ProbeKvHeads(ProbeQueryHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout),
+                                                           c.num_heads, c.num_kv_heads)),
+                          static_cast<int>(c10::elementSize(s->kv_type_))};
   StoreOptions so;
   so.geometry = s->geo_;
   so.fingerprint = StoreFingerprint(model, opt.kv_dtype, opt.chunk_tokens);

@@ -25,6 +25,7 @@
 #include "cache/tiered_cache.h"
 #include "common/status.h"
 #include "model/kv_provider.h"
+#include "select/probe_heads.h"
 #include "store/chunk_store.h"
 
 namespace impress {
@@ -35,7 +36,8 @@ struct PrefixStoreOptions {
   std::string dir;                  // where the chunk store lives
   int chunk_tokens = 64;
   std::string kv_dtype = "float16"; // float16, bfloat16 or float32 on disk and in the caches
-  int probe_heads = 3;              // query heads whose keys get a second, contiguous copy
+  int probe_heads = 3;              // query heads whose KV heads' keys get a second, contiguous copy
+  ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads (select/probe_heads.h)
   TierOptions tiers;
   double disk_bytes_per_second = 0; // cap on disk reads (0: none)
   int io_threads = 8;

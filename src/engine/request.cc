@@ -129,14 +129,13 @@ class StoreSelector {
       return SelectFromPrefix({SelectorKind::kFull}, qkv, ToTokenOrder(l, Keys(parts)), ToTokenOrder(l, Values(parts)));
     }
     if (opt_.kind == SelectorKind::kItf) {
-      const int64_t hq = qkv.q.size(0), g = hq / qkv.k.size(0);
-      const int64_t probes = std::min<int64_t>(opt_.probe_heads, hq), probe_kv = (probes - 1) / g + 1;
+      const int64_t hq = qkv.q.size(0), hkv = qkv.k.size(0);
+      const int64_t probe_kv = ProbeKvHeads(ProbeQueryHeads(opt_.probe_heads, hq, hkv, opt_.probe_layout), hq, hkv);
       if (!Fetch(l, kProbeKeys, &parts)) return {};
       std::vector<at::Tensor> pk;
       for (auto& x : parts) pk.push_back(x.probe.defined() ? x.probe : x.k.narrow(1, 0, probe_kv));
       at::Tensor probe_keys = ToTokenOrder(l, store_.StackChunks(pk).narrow(0, 0, probe_kv));
-      at::Tensor imp = PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys, qkv.k.slice(0, 0, probe_kv),
-                                        qkv.scale).slice(0, 0, probes);
+      at::Tensor imp = ProbeImportance(opt_, qkv, probe_keys);
       // The chunk unit ranks the chunks as stored (reordered ones included).
       ItfDecision d = opt_.unit == ItfUnit::kChunk
                           ? DecideItf(imp, k, opt_.alpha,
@@ -323,6 +322,16 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     *kv_out = std::move(dense);
     return last;
   };
+  if (system.reuse && store != nullptr && system.select.kind == SelectorKind::kItf) {
+    const ModelConfig& c = model.config();
+    const int64_t need = ProbeKvHeads(
+        ProbeQueryHeads(system.select.probe_heads, c.num_heads, c.num_kv_heads, system.select.probe_layout),
+        c.num_heads, c.num_kv_heads);
+    if (store->geometry().probe_kv_heads < need)
+      return Status::Error(store->options().dir + ": the store copies the keys of " +
+                           std::to_string(store->geometry().probe_kv_heads) + " KV heads for probing; " + system.name +
+                           "'s probe layout needs " + std::to_string(need) + " (a store opened with that layout)");
+  }
   if (!system.reuse || store == nullptr) {
     at::Tensor last = recompute();
     trace->computed_tokens = static_cast<int64_t>(context.size());

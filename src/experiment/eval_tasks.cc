@@ -111,11 +111,12 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   select.alpha = c.alpha;
   ASSIGN_OR_RETURN(select.unit, ParseItfUnit(c.itf_unit));
   select.chunk_tokens = c.chunk;
+  ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));
   Scorer scorer(model, tok, select);
   nlohmann::ordered_json j = {{"system", c.system}, {"shots", c.shots}, {"max_prefix_tokens", c.prefix_tokens},
                               {"seed", c.seed}, {"limit", c.limit},
                               {"retention", c.retention}, {"alpha", c.alpha},
-                              {"itf_unit", c.itf_unit}, {"chunk", c.chunk}};
+                              {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout}};
   j["results"] = nlohmann::json::array();
   for (const TaskSpec* t : tasks) {
     ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTask(c, *t, tok, scorer));
@@ -128,10 +129,11 @@ void PrintEvalReport(const nlohmann::ordered_json& j, std::FILE* out) {
   const int64_t max_prefix = j.value("max_prefix_tokens", int64_t{0});
   const std::string shots = max_prefix > 0 ? "shots up to " + std::to_string(max_prefix) + " prefix tokens"
                                            : std::to_string(j["shots"].get<int>()) + "-shot";
-  std::fprintf(out, "model %s, system %s, %s, seed %llu, retention %.3g, alpha %.3g, ITF unit %s (chunk %d)\n\n",
+  std::fprintf(out, "model %s, system %s, %s, seed %llu, retention %.3g, alpha %.3g, ITF unit %s (chunk %d), probe heads %s\n\n",
                j.value("model", std::string("?")).c_str(), j["system"].get<std::string>().c_str(), shots.c_str(),
                j["seed"].get<unsigned long long>(), j["retention"].get<double>(), j["alpha"].get<double>(),
-               j.value("itf_unit", std::string("token")).c_str(), j.value("chunk", 64));
+               j.value("itf_unit", std::string("token")).c_str(), j.value("chunk", 64),
+               j.value("probe_layout", std::string("first")).c_str());
   std::fprintf(out, "| %-10s | %5s | %7s | %7s | %8s | %8s | %5s | %6s | %6s | %8s |\n", "task", "n", "acc", "acc_norm",
                "acc_se", "norm_se", "shots", "prefix", "kept", "fallback");
   std::fprintf(out, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------", "-------", "---------", "----------",

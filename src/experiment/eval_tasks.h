@@ -32,6 +32,7 @@ struct EvalConfig {
   uint64_t seed = 1234;            // of the few-shot sample
   double retention = 1.0, alpha = 0.6;
   std::string itf_unit = "token";  // IMPRESS agreed set: "token" (the paper) or "chunk"
+  std::string probe_layout = "first";  // IMPRESS probe heads: "first" (the paper) or "spread"
   int chunk = 64;                  // chunk size of the "chunk" unit (the prefix is cut as a store would)
   std::ostream* samples = nullptr; // per-document records (JSONL) when set
   // Applied to every loaded document (shots and scored ones) before prompts

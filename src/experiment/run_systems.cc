@@ -134,6 +134,7 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
   for (const std::string& name : o.systems) {
     ASSIGN_OR_RETURN(System s, ParseSystem(name, o.retention, o.alpha));
     ASSIGN_OR_RETURN(s.select.unit, ParseItfUnit(o.itf_unit));
+    ASSIGN_OR_RETURN(s.select.probe_layout, ParseProbeLayout(o.probe_layout));
     systems.push_back(s);
   }
   ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(o.data, *task, task->train_split)));
@@ -153,7 +154,7 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
   result["config"] = {{"task", o.task}, {"pool", o.pool}, {"prefix_tokens", o.prefix_tokens},
                       {"requests", o.requests}, {"warmup", o.warmup}, {"chunk", o.chunk}, {"kv_dtype", o.kv_dtype},
                       {"gpu_cache", o.gpu_cache}, {"cpu_cache", o.cpu_cache}, {"retention", o.retention},
-                      {"alpha", o.alpha}, {"itf_unit", o.itf_unit}, {"disk_bw", o.disk_bw}, {"h2d_bw", o.h2d_bw}, {"seed", o.seed},
+                      {"alpha", o.alpha}, {"itf_unit", o.itf_unit}, {"probe_layout", o.probe_layout}, {"disk_bw", o.disk_bw}, {"h2d_bw", o.h2d_bw}, {"seed", o.seed},
                       {"mean", o.mean}, {"spread", o.spread}, {"device", m.device().is_cuda() ? "cuda" : "cpu"},
                       {"prefetch", o.prefetch}, {"kv_bytes_per_token", m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)}};
   result["runs"] = nlohmann::json::array();
@@ -173,6 +174,7 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       so.tiers.policy = o.policy.empty() ? system.policy : o.policy;
       so.tiers.h2d_bytes_per_second = o.h2d_bw;
       so.disk_bytes_per_second = o.disk_bw;
+      so.probe_layout = system.select.probe_layout;
       so.stored_copies = false;  // every system starts from the pool in token order
       run.policy = so.tiers.policy;
       ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids));
@@ -243,12 +245,12 @@ void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
                c.value("model", std::string("?")).c_str(), c["task"].get<std::string>().c_str(), c["pool"].get<int>(),
                c["prefix_tokens"].get<int>(), c["requests"].get<int>(), c["warmup"].get<int>(), c["chunk"].get<int>(),
                c["kv_dtype"].get<std::string>().c_str());
-  std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s\n\n",
+  std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s\n\n",
                Size(c["gpu_cache"].get<double>()).c_str(),
                c["device"] == "cuda" ? "CUDA" : "emulated in host memory", Size(c["cpu_cache"].get<double>()).c_str(),
                Size(c["disk_bw"].get<double>()).c_str(), Size(c["h2d_bw"].get<double>()).c_str(),
                c["kv_bytes_per_token"].get<long long>(), c["retention"].get<double>(), c["alpha"].get<double>(),
-               c.value("itf_unit", std::string("token")).c_str());
+               c.value("itf_unit", std::string("token")).c_str(), c.value("probe_layout", std::string("first")).c_str());
   std::fprintf(out, "| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | select ms | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
   std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& r : result["runs"]) {

@@ -34,6 +34,7 @@ struct RunConfig {
   double mean = 0.5, spread = 0.2;                 // prefix popularity (fractions of the pool)
   double retention = 0.25, alpha = 0.6;
   std::string itf_unit = "token";                  // IMPRESS agreed set: "token" (the paper) or "chunk"
+  std::string probe_layout = "first";              // IMPRESS probe heads: "first" (the paper) or "spread"
   uint64_t seed = 1234;
   bool prefetch = true;
   int reorder_every = 0;                           // RO systems: background pass every N requests (0: never)

@@ -24,6 +24,23 @@ SelectedPrefix H2O(const LayerQkv& qkv, const at::Tensor& pk, const at::Tensor& 
 
 }  // namespace
 
+at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& probe_keys) {
+  const int64_t hq = qkv.q.size(0), hkv = qkv.k.size(0), g = hq / hkv;
+  const std::vector<int64_t> heads = ProbeQueryHeads(opt.probe_heads, hq, hkv, opt.probe_layout);
+  const int64_t probes = static_cast<int64_t>(heads.size()), probe_kv = ProbeKvHeads(heads, hq, hkv);
+  if (heads.back() == probes - 1)  // heads 0..probes-1: the groups of the first KV heads, as they are
+    return PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys.slice(0, 0, probe_kv),
+                            qkv.k.slice(0, 0, probe_kv), qkv.scale)
+        .slice(0, 0, probes);
+  // Elsewhere each probe head is paired with its own KV head's keys.
+  std::vector<int64_t> kv;
+  for (int64_t h : heads) kv.push_back(h / g);
+  const at::Tensor hi = at::tensor(heads, at::kLong).to(qkv.q.device());
+  const at::Tensor ki = at::tensor(kv, at::kLong).to(qkv.q.device());
+  return PrefixImportance(qkv.q.index_select(0, hi), probe_keys.index_select(0, ki.to(probe_keys.device())),
+                          qkv.k.index_select(0, ki), qkv.scale);
+}
+
 SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& pk,
                                 const at::Tensor& pv) {
   const int64_t p = pk.defined() ? pk.size(1) : 0;
@@ -36,12 +53,7 @@ SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv,
   if (opt.kind == SelectorKind::kH2O) return H2O(qkv, pk, pv, k);
 
   // IMPRESS: the probe query heads' importance from the keys of the KV heads they use.
-  const int64_t hq = qkv.q.size(0), hkv = pk.size(0), g = hq / hkv;
-  const int64_t probes = std::min<int64_t>(opt.probe_heads, hq);
-  const int64_t probe_kv = (probes - 1) / g + 1;
-  at::Tensor imp = PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), pk.slice(0, 0, probe_kv),
-                                    qkv.k.slice(0, 0, probe_kv), qkv.scale)
-                       .slice(0, 0, probes);
+  at::Tensor imp = ProbeImportance(opt, qkv, pk);
   const int64_t c = opt.chunk_tokens;
   ItfDecision d = opt.unit == ItfUnit::kChunk
                       ? DecideItf(imp, k, opt.alpha, at::arange(p, at::kLong).div(c, "floor"), (p + c - 1) / c)

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "model/kv_provider.h"
+#include "select/probe_heads.h"
 
 namespace impress {
 
@@ -27,9 +28,10 @@ struct SelectorOptions {
   SelectorKind kind = SelectorKind::kFull;
   double retention = 1.0;  // share of prefix tokens kept per head (k = ceil(retention * P))
   double alpha = 0.6;      // IMPRESS threshold exponent
-  int probe_heads = 3;     // IMPRESS probe query heads (the first ones)
+  int probe_heads = 3;     // IMPRESS probe query heads
   ItfUnit unit = ItfUnit::kToken;
   int chunk_tokens = 64;   // chunk size of ItfUnit::kChunk when selecting from memory (a store uses its own)
+  ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads probe (probe_heads.h)
 };
 
 // The prefix KV one layer attends to, and how it was chosen.
@@ -41,6 +43,10 @@ struct SelectedPrefix {
   bool fallback = false;   // ... and fell back to the H2O path
   double similarity = 0;   // mean pairwise Jaccard of the probe heads
 };
+
+// The probe heads' importance [probes, P], in ProbeQueryHeads order, from the
+// prefix keys of KV heads 0..n-1 (`probe_keys` [n, P, d], n >= ProbeKvHeads).
+at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& probe_keys);
 
 // Selects from prefix keys/values held in memory ([Hkv, P, d]).
 SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& prefix_k,

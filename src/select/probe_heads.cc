@@ -1,0 +1,28 @@
+#include "select/probe_heads.h"
+
+#include <algorithm>
+
+namespace impress {
+
+StatusOr<ProbeLayout> ParseProbeLayout(const std::string& name) {
+  if (name == "first") return ProbeLayout::kFirst;
+  if (name == "spread") return ProbeLayout::kSpread;
+  return Status::Error("--probe-layout: unknown layout '" + name + "' (first, spread)");
+}
+
+std::vector<int64_t> ProbeQueryHeads(int probes, int64_t num_heads, int64_t num_kv_heads, ProbeLayout layout) {
+  const int64_t n = std::min<int64_t>(probes, num_heads), g = num_heads / num_kv_heads;
+  std::vector<int64_t> heads;
+  for (int64_t i = 0; i < n; ++i)
+    heads.push_back(layout == ProbeLayout::kFirst ? i : (i % num_kv_heads) * g + i / num_kv_heads);
+  return heads;
+}
+
+int64_t ProbeKvHeads(const std::vector<int64_t>& heads, int64_t num_heads, int64_t num_kv_heads) {
+  const int64_t g = num_heads / num_kv_heads;
+  int64_t n = 0;
+  for (int64_t h : heads) n = std::max(n, h / g + 1);
+  return n;
+}
+
+}  // namespace impress
