@@ -2,7 +2,8 @@
 # Every `impress reproduce` driver end to end on two tiny checkpoints at a
 # tiny scale: each figure writes JSON with rows, CSV with a header and one
 # line per row, and markdown naming its command; scripts/plot.py draws each.
-# fig15 at retention 1 must give recomp's accuracy and answers.
+# fig15 at retention 1 must give recomp's accuracy and answers; the spread
+# probe layout runs in stores of its own.
 # Usage: reproduce_smoke.sh IMPRESS_BINARY FIXTURES_DIR DATA_DIR PLOT_SCRIPT
 set -euo pipefail
 bin=$1; fixtures=$2; data=$3; plot=$4
@@ -35,6 +36,18 @@ for r in f15["rows"]:  # keeping every token is full reuse: recomp's accuracy an
 f25 = json.load(open(os.path.join(d, "fig25.json")))
 assert len({r[0] for r in f25["rows"]}) == 2, "fig25: one group per model"
 print(f"{len(names)} figures checked")
+PY
+# The spread probe layout: its own store folder, and the command says so.
+OMP_NUM_THREADS=1 "$bin" reproduce fig19 fig15 --model "$(model tiny-llama-gqa)" --out "$tmp/spread" \
+  --store "$tmp/stores" --data "$data" --tasks copa --task piqa --prefixes 2 --prefix-tokens 96 --requests 2 \
+  --warmup 2 --gpu-cache 128K --cpu-cache 256K --disk-bw 0 --h2d-bw 0 --docs 3 --shots 1 --retention 0.25 \
+  --probe-layout spread >/dev/null
+ls -d "$tmp/stores"/*-spread >/dev/null
+python3 - "$tmp/spread" <<'PY'
+import json, os, sys
+for n in ("fig19", "fig15"):
+    j = json.load(open(os.path.join(sys.argv[1], n + ".json")))
+    assert j["rows"] and "--probe-layout spread" in j["command"], n
 PY
 python3 "$plot" "$tmp/figs" >/dev/null
 n=$(ls "$tmp/figs"/*.png | wc -l)

@@ -76,7 +76,7 @@ nlohmann::ordered_json ScaleJson(const FigureScale& s) {
           {"requests", s.requests}, {"warmup", s.warmup}, {"gpu_cache", s.gpu_cache}, {"cpu_cache", s.cpu_cache},
           {"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots}, {"eval_prefix_tokens", s.eval_prefix_tokens},
           {"analysis_docs", s.analysis_docs}, {"retentions", s.retentions}, {"alphas", s.alphas},
-          {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype}, {"itf_unit", s.itf_unit},
+          {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype}, {"itf_unit", s.itf_unit}, {"probe_layout", s.probe_layout},
           {"eval_chunk", s.eval_chunk}, {"seed", s.seed}};
 }
 
@@ -94,7 +94,7 @@ std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
                                  : " --shots " + std::to_string(s.shots))
     << " --analysis-docs " << s.analysis_docs << " --retention " << JoinNum(s.retentions) << " --alpha "
     << JoinNum(s.alphas) << " --chunk " << JoinNum(s.chunks) << " --pool " << JoinNum(s.pools) << " --itf-unit "
-    << s.itf_unit << " --eval-chunk " << s.eval_chunk << " --seed " << s.seed;
+    << s.itf_unit << " --probe-layout " << s.probe_layout << " --eval-chunk " << s.eval_chunk << " --seed " << s.seed;
   return c.str();
 }
 
@@ -252,6 +252,10 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--pool", s->pools, "fig24's pool sizes (prefixes)")->delimiter(',')->check(PositiveNumber());
   cmd->add_option("--itf-unit", s->itf_unit, "IMPRESS agreed set in every IMPRESS run and eval: token (the paper) or chunk")
       ->check(CLI::IsMember({"token", "chunk"}));
+  cmd->add_option("--probe-layout", s->probe_layout,
+                  "IMPRESS probe heads in every run and eval: first (the paper) or spread (one per KV head; "
+                  "stores in their own folders)")
+      ->check(CLI::IsMember({"first", "spread"}));
   cmd->add_option("--eval-chunk", s->eval_chunk, "tokens per chunk the chunk unit cuts the accuracy evals' prefixes into")
       ->check(PositiveNumber());
   cmd->add_option("--seed", s->seed, "seed of prefixes, streams and few-shot samples");

@@ -55,7 +55,8 @@ ojson Key(const std::string& model, const RunConfig& c) {
           {"prefix_tokens", c.prefix_tokens}, {"requests", c.requests}, {"warmup", c.warmup}, {"chunk", c.chunk},
           {"gpu", c.gpu_cache}, {"cpu", c.cpu_cache}, {"disk_bw", c.disk_bw}, {"h2d_bw", c.h2d_bw},
           {"policy", c.policy}, {"kv", c.kv_dtype}, {"retention", c.retention}, {"alpha", c.alpha},
-          {"itf_unit", c.itf_unit}, {"seed", c.seed}, {"mean", c.mean}, {"spread", c.spread}};
+          {"itf_unit", c.itf_unit}, {"probe_layout", c.probe_layout}, {"seed", c.seed}, {"mean", c.mean},
+          {"spread", c.spread}};
 }
 
 // Names the experiment about to run on stderr (they take minutes).
@@ -90,6 +91,7 @@ RunConfig FigureRunner::BaseRun(const std::string& task) const {
   c.kv_dtype = scale_.kv_dtype;
   c.retention = TtftRetention(task);
   c.itf_unit = scale_.itf_unit;
+  c.probe_layout = scale_.probe_layout;
   c.seed = scale_.seed;
   return c;
 }
@@ -103,11 +105,13 @@ EvalConfig FigureRunner::BaseEval(std::vector<std::string> tasks) const {
   c.seed = scale_.seed;
   c.itf_unit = scale_.itf_unit;
   c.chunk = scale_.eval_chunk;
+  c.probe_layout = scale_.probe_layout;
   return c;
 }
 
 StatusOr<ojson> FigureRunner::Run(const FigureModel& m, RunConfig c) {
-  c.store = store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk);
+  c.store = store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
+            (c.probe_layout == "first" ? "" : "-" + c.probe_layout);
   const std::string key = Key(m.dir, c).dump();
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
@@ -128,7 +132,7 @@ StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
   const std::string key = ojson{{"model", m.dir}, {"tasks", c.tasks}, {"system", c.system}, {"shots", c.shots},
                                 {"prefix_tokens", c.prefix_tokens},
                                 {"limit", c.limit}, {"seed", c.seed}, {"retention", c.retention}, {"alpha", c.alpha},
-                                {"itf_unit", c.itf_unit}, {"chunk", c.chunk}}
+                                {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout}}
                               .dump();
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;

@@ -43,6 +43,9 @@ struct FigureScale {
   // or "chunk"; evals cut their short few-shot prefixes into eval_chunk tokens.
   std::string itf_unit = "token";
   int eval_chunk = 16;
+  // IMPRESS's probe heads in every run and eval: "first" (the paper) or
+  // "spread" (one per KV head; its stores get their own folders).
+  std::string probe_layout = "first";
   uint64_t seed = 1234;
 };
 
