@@ -292,6 +292,33 @@ TEST(ChunkStore, FreeForgetsChunksAndGivesBackTheirSpace) {
   for (uint64_t id : {0, 5, 8, 9}) ExpectChunk(**s, id, 0);
 }
 
+// Rewriting the log drops Free's records and the records all of whose
+// chunks were freed; the store reopens to the same chunks.
+TEST(ChunkStore, RewriteLogKeepsWhatIsStored) {
+  TempDir dir;
+  {
+    auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    for (uint64_t first : {0, 4, 8}) ASSERT_TRUE(CommitChunks(**s, first, 4).ok());
+    ASSERT_TRUE((*s)->Free({4, 5, 6, 7}, nullptr).ok());
+    uint64_t before = 0, after = 0;
+    Status r = (*s)->RewriteLog(&before, &after);
+    ASSERT_TRUE(r.ok()) << r.message();
+    EXPECT_LT(after, before);
+    EXPECT_EQ(std::filesystem::file_size(dir.File("log")), after);
+    ASSERT_TRUE(CommitChunks(**s, 12, 1).ok());  // the log takes records after the rewrite
+  }
+  std::vector<std::string> metas;
+  auto s = ChunkStore::Open(dir.path(), Options(), &metas);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(metas, (std::vector<std::string>{"record 0", "record 8", "record 12"}));
+  EXPECT_EQ((*s)->ChunkIds(), (std::vector<uint64_t>{0, 1, 2, 3, 8, 9, 10, 11, 12}));
+  uint64_t checked = 0;
+  Status v = (*s)->Verify(&checked);
+  EXPECT_TRUE(v.ok()) << v.message();
+  EXPECT_EQ(checked, 27u);
+}
+
 TEST(ChunkStore, OneProcessAtATime) {
   TempDir dir;
   auto a = ChunkStore::Open(dir.path(), Options(), nullptr);

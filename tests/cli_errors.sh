@@ -72,11 +72,11 @@ echo '{"config": ' >"$tmp/bad.json"
 expect "malformed expected numbers" "$tmp/bad.json: not JSON" -- regress --model "$src" --expected "$tmp/bad.json"
 
 expect "no store" "$tmp/nostore: no store here (MANIFEST missing)" -- store compact --store "$tmp/nostore"
-st=$tmp/store; mkdir -p "$st"; : >"$st/log"
+st=$tmp/store; mkdir -p "$st"; : >"$st/LOCK"
 echo '{"format":1,"fingerprint":"f","geometry":{"chunk_tokens":16,"layers":2,"kv_heads":1,"head_dim":8,"probe_kv_heads":1,"elem_bytes":2}}' >"$st/MANIFEST"
 python3 -c 'import fcntl, sys, time
 f = open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); open(sys.argv[2], "w").close(); time.sleep(60)' \
-  "$st/log" "$tmp/locked" >/dev/null 2>&1 & holder=$!
+  "$st/LOCK" "$tmp/locked" >/dev/null 2>&1 & holder=$!
 for _ in $(seq 100); do [ -e "$tmp/locked" ] && break; sleep 0.1; done  # until the holder has the lock
 expect "store in use" "$st: in use by another process" -- store compact --store "$st"
 kill "$holder"; wait "$holder" 2>/dev/null

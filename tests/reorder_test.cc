@@ -223,6 +223,7 @@ TEST_P(ReorderTest, ReplacedAndDroppedCopiesAreFreed) {
     EXPECT_EQ(c->freed.chunk_layers, copy_records);
     EXPECT_EQ(c->allocated_before - c->allocated_after, c->freed.bytes);
     EXPECT_EQ((*disk)->chunk_count(), stored - copy_records);
+    EXPECT_LT(c->log_after, c->log_before);  // the two freed copies' records are gone
     auto again = CompactStore(disk->get(), committed);
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->chunks_freed, 0u);

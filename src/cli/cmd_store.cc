@@ -37,7 +37,8 @@ int RunStore(const StoreCmdOptions& o) {
     nlohmann::ordered_json j = {{"store", o.store}, {"chunks_live", c->chunks_live},
                                 {"chunks_freed", c->chunks_freed}, {"chunk_layers_freed", c->freed.chunk_layers},
                                 {"bytes_freed", c->freed.bytes}, {"allocated_bytes_before", c->allocated_before},
-                                {"allocated_bytes_after", c->allocated_after}};
+                                {"allocated_bytes_after", c->allocated_after}, {"log_bytes_before", c->log_before},
+                                {"log_bytes_after", c->log_after}};
     PrintRecord(j, o.json);
     return 0;
   }

@@ -25,6 +25,7 @@ StatusOr<CompactStats> CompactStore(ChunkStore* disk, const std::vector<std::str
     RETURN_IF_ERROR(ReplayRecord(meta, g.layers, &tree).WithContext(disk->dir() + "/log"));
   CompactStats stats;
   RETURN_IF_ERROR(FreeUnreachable(tree, disk, &stats));
+  RETURN_IF_ERROR(disk->RewriteLog(&stats.log_before, &stats.log_after));
   return stats;
 }
 

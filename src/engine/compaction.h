@@ -18,6 +18,7 @@ struct CompactStats {
   uint64_t chunks_freed = 0;     // chunk ids freed
   FreeStats freed;               // their (chunk, layer) records and bytes
   uint64_t allocated_before = 0, allocated_after = 0;  // bytes chunks.dat occupies
+  uint64_t log_before = 0, log_after = 0;              // bytes of the log
 };
 
 // Frees every chunk of `disk` that `tree` (rebuilt from disk's log) does not
@@ -25,8 +26,9 @@ struct CompactStats {
 Status FreeUnreachable(const RadixTree& tree, ChunkStore* disk, CompactStats* stats);
 
 // Replays `committed` (the records ChunkStore::Open handed back for `disk`)
-// into a radix tree and frees every stored chunk it does not reach: after it,
-// the store holds what a reopened PrefixStore reads, and nothing else.
+// into a radix tree, frees every stored chunk it does not reach and rewrites
+// the log without the records of freed chunks: after it, the store holds what
+// a reopened PrefixStore reads, and nothing else.
 // REQUIRES: `disk` is not in use by a PrefixStore (ChunkStore::Open locks the
 // store against other processes).
 StatusOr<CompactStats> CompactStore(ChunkStore* disk, const std::vector<std::string>& committed);

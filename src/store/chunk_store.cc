@@ -121,11 +121,14 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   if (s->data_fd_ < 0) return Status::Error(Errno(data + ": cannot open"));
   s->direct_fd_ = ::open(data.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
   if (s->direct_fd_ < 0) return Status::Error(Errno(data + ": cannot open with O_DIRECT"));
+  const std::string lock_path = dir + "/LOCK";
+  s->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (s->lock_fd_ < 0) return Status::Error(Errno(lock_path + ": cannot open"));
+  if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0)
+    return Status::Error(errno == EWOULDBLOCK ? dir + ": in use by another process (LOCK is held)"
+                                              : Errno(lock_path + ": cannot lock"));
   s->log_fd_ = ::open(log.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (s->log_fd_ < 0) return Status::Error(Errno(log + ": cannot open"));
-  if (::flock(s->log_fd_, LOCK_EX | LOCK_NB) != 0)
-    return Status::Error(errno == EWOULDBLOCK ? dir + ": in use by another process (its log is locked)"
-                                              : Errno(log + ": cannot lock"));
 
   // Replay the log up to the first record that is torn or fails its checksum.
   // Only a crash mid-append makes one, so it must be the last: a whole
@@ -203,7 +206,7 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string
 
 ChunkStore::~ChunkStore() {
   io_.reset();
-  for (int fd : {data_fd_, direct_fd_, log_fd_})
+  for (int fd : {data_fd_, direct_fd_, log_fd_, lock_fd_})
     if (fd >= 0) ::close(fd);
 }
 
@@ -302,6 +305,64 @@ Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats
     stats->bytes += extents.size() * RecordBytes();
   }
   return PunchHoles(std::move(extents));
+}
+
+Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string log = dir_ + "/log", tmp = dir_ + "/log.tmp";
+  struct stat st;
+  if (::fstat(log_fd_, &st) != 0) return Status::Error(Errno(log + ": cannot stat"));
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  if (!bytes.empty() && ::pread(log_fd_, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
+    return Status::Error(Errno(log + ": cannot read"));
+  // A commit record stays if any of its chunks is still indexed. Free's records
+  // go, unless a kept record also names freed chunks (then replaying them
+  // must still forget those).
+  struct Record {
+    size_t pos, len;
+    bool free, keep;
+  };
+  std::vector<Record> records;
+  bool partial = false;
+  for (size_t pos = 0; RecordAt(bytes, pos);) {  // Open cut any torn tail, so every record is whole
+    uint32_t len;
+    std::memcpy(&len, &bytes[pos + 4], 4);
+    const json rec = json::parse(bytes.begin() + pos + 12, bytes.begin() + pos + 12 + len, nullptr, false);
+    Record r{pos, 12 + size_t{len}, rec.is_object() && rec.contains("free"), true};
+    if (!r.free && rec.is_object() && rec.contains("chunks") && !rec["chunks"].empty()) {
+      size_t live = 0;
+      for (const auto& c : rec["chunks"]) live += index_.count({c["id"].get<uint64_t>(), c["layer"].get<int>()});
+      r.keep = live > 0;
+      partial = partial || (live > 0 && live < rec["chunks"].size());
+    }
+    records.push_back(r);
+    pos += r.len;
+  }
+  std::string kept;
+  for (const Record& r : records)
+    if (r.free ? partial : r.keep) kept.append(bytes, r.pos, r.len);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Error(Errno(tmp + ": cannot create"));
+  Status w = WriteAll(fd, kept.data(), kept.size(), 0, tmp);
+  if (w.ok() && ::fdatasync(fd) != 0) w = Status::Error(Errno(tmp + ": sync failed"));
+  ::close(fd);
+  if (w.ok() && ::rename(tmp.c_str(), log.c_str()) != 0) w = Status::Error(Errno(log + ": cannot replace"));
+  if (!w.ok()) {
+    ::unlink(tmp.c_str());
+    return w;  // the old log is untouched
+  }
+  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);  // the rename itself
+    ::close(dir_fd);
+  }
+  const int new_fd = ::open(log.c_str(), O_RDWR | O_CLOEXEC);
+  if (new_fd < 0) return Status::Error(Errno(log + ": cannot reopen"));
+  ::close(log_fd_);
+  log_fd_ = new_fd;
+  if (bytes_before) *bytes_before = bytes.size();
+  if (bytes_after) *bytes_after = kept.size();
+  return Status::OK();
 }
 
 std::vector<uint64_t> ChunkStore::ChunkIds() const {

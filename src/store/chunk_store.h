@@ -16,7 +16,8 @@
 // chunk whose record did not land. Reads bypass the page cache (O_DIRECT) and
 // verify each part's checksum: a corrupt part is an error, never data.
 // Free gives chunks' space back to the file system (a log record, then holes
-// punched where their parts were). One process at a time: Open locks the log.
+// punched where their parts were); RewriteLog drops the records nothing needs
+// any more. One process at a time: Open locks the file LOCK.
 #pragma once
 
 #include <atomic>
@@ -115,6 +116,11 @@ class ChunkStore {
   // holes (the chunks are then forgotten but their space stays allocated).
   // REQUIRES: nothing reads these chunks any more.
   Status Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats);
+  // Rewrites the log without Free's records and without commit records all
+  // of whose chunks were freed (atomically: a new file renamed over the old),
+  // so reopening reads only what is stored. Returns the log's bytes before
+  // and after.
+  Status RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after);
   // Distinct chunk ids stored, ascending.
   std::vector<uint64_t> ChunkIds() const;
   // Bytes chunks.dat occupies on the file system (holes excluded).
@@ -147,6 +153,7 @@ class ChunkStore {
   int data_fd_ = -1;     // buffered, for appends
   int direct_fd_ = -1;   // O_DIRECT, for reads
   int log_fd_ = -1;
+  int lock_fd_ = -1;     // holds the exclusive flock on DIR/LOCK
   uint64_t data_end_ = 0;
   mutable std::mutex mu_;  // guards index_, data_end_, commits
   std::map<std::pair<uint64_t, int>, ChunkLocation> index_;
