@@ -25,7 +25,6 @@ StatusOr<at::ScalarType> KvType(const std::string& s) {
   return Status::Error("--kv-dtype: unknown '" + s + "' (float16, bfloat16, float32)");
 }
 
-
 uint32_t WeightsChecksum(const std::string& dir) {
   std::string path = dir + "/model.safetensors";
   if (!std::filesystem::exists(path)) {
@@ -60,8 +59,7 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   ASSIGN_OR_RETURN(s->kv_type_, KvType(opt.kv_dtype));
   const ModelConfig& c = model.config();
   s->geo_ = ChunkGeometry{opt.chunk_tokens, c.num_layers, c.num_kv_heads, c.head_dim,
-                          static_cast<int>(ProbeKvHeads(ProbeQueryHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout),
-                                                           c.num_heads, c.num_kv_heads)),
+                          static_cast<int>(ProbeKvHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout)),
                           static_cast<int>(c10::elementSize(s->kv_type_))};
   StoreOptions so;
   so.geometry = s->geo_;

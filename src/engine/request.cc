@@ -130,7 +130,7 @@ class StoreSelector {
     }
     if (opt_.kind == SelectorKind::kItf) {
       const int64_t hq = qkv.q.size(0), hkv = qkv.k.size(0);
-      const int64_t probe_kv = ProbeKvHeads(ProbeQueryHeads(opt_.probe_heads, hq, hkv, opt_.probe_layout), hq, hkv);
+      const int64_t probe_kv = ProbeKvHeads(opt_.probe_heads, hq, hkv, opt_.probe_layout);
       if (!Fetch(l, kProbeKeys, &parts)) return {};
       std::vector<at::Tensor> pk;
       for (auto& x : parts) pk.push_back(x.probe.defined() ? x.probe : x.k.narrow(1, 0, probe_kv));
@@ -324,9 +324,8 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
   };
   if (system.reuse && store != nullptr && system.select.kind == SelectorKind::kItf) {
     const ModelConfig& c = model.config();
-    const int64_t need = ProbeKvHeads(
-        ProbeQueryHeads(system.select.probe_heads, c.num_heads, c.num_kv_heads, system.select.probe_layout),
-        c.num_heads, c.num_kv_heads);
+    const int64_t need =
+        ProbeKvHeads(system.select.probe_heads, c.num_heads, c.num_kv_heads, system.select.probe_layout);
     if (store->geometry().probe_kv_heads < need)
       return Status::Error(store->options().dir + ": the store copies the keys of " +
                            std::to_string(store->geometry().probe_kv_heads) + " KV heads for probing; " + system.name +

@@ -25,4 +25,8 @@ int64_t ProbeKvHeads(const std::vector<int64_t>& heads, int64_t num_heads, int64
   return n;
 }
 
+int64_t ProbeKvHeads(int probes, int64_t num_heads, int64_t num_kv_heads, ProbeLayout layout) {
+  return ProbeKvHeads(ProbeQueryHeads(probes, num_heads, num_kv_heads, layout), num_heads, num_kv_heads);
+}
+
 }  // namespace impress

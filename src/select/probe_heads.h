@@ -29,5 +29,7 @@ std::vector<int64_t> ProbeQueryHeads(int probes, int64_t num_heads, int64_t num_
 // The probe heads use KV heads 0 .. n-1 and no others; returns n, the KV heads
 // whose keys a store copies for identification.
 int64_t ProbeKvHeads(const std::vector<int64_t>& heads, int64_t num_heads, int64_t num_kv_heads);
+// The same for the ProbeQueryHeads of (probes, layout).
+int64_t ProbeKvHeads(int probes, int64_t num_heads, int64_t num_kv_heads, ProbeLayout layout);
 
 }  // namespace impress

@@ -7,13 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <set>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +65,22 @@ bool RecordAt(const std::string& log, size_t pos) {
   std::memcpy(&len, &log[pos + 4], 4);
   std::memcpy(&crc, &log[pos + 8], 4);
   return magic == kRecordMagic && len <= log.size() - pos - 12 && Crc32c(&log[pos + 12], len) == crc;
+}
+
+// Calls visit(offset, length with header, payload) for each whole record from
+// the start of `log`, stopping at the first that is not whole or not JSON;
+// returns where that one starts (the end of the last whole record).
+size_t ForEachRecord(const std::string& log, const std::function<void(size_t, size_t, const json&)>& visit) {
+  size_t pos = 0;
+  while (RecordAt(log, pos)) {
+    uint32_t len;
+    std::memcpy(&len, &log[pos + 4], 4);
+    const json rec = json::parse(log.begin() + pos + 12, log.begin() + pos + 12 + len, nullptr, false);
+    if (!rec.is_object()) break;
+    visit(pos, 12 + size_t{len}, rec);
+    pos += 12 + size_t{len};
+  }
+  return pos;
 }
 
 json GeometryJson(const ChunkGeometry& g) {
@@ -134,28 +150,16 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   // Only a crash mid-append makes one, so it must be the last: a whole
   // record after it means the log itself is damaged, and cutting it there
   // would lose committed records.
-  struct stat st;
-  ::fstat(s->log_fd_, &st);
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  if (!bytes.empty() && ::pread(s->log_fd_, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
-    return Status::Error(Errno(log + ": cannot read"));
-  size_t pos = 0;
+  ASSIGN_OR_RETURN(const std::string bytes, s->ReadLog());
   uint64_t data_end = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> freed;  // extents of freed records
-  while (pos + 12 <= bytes.size()) {
-    if (!RecordAt(bytes, pos)) break;
-    uint32_t len;
-    std::memcpy(&len, &bytes[pos + 4], 4);
-    json rec;
-    try {
-      rec = json::parse(bytes.begin() + pos + 12, bytes.begin() + pos + 12 + len);
-    } catch (const std::exception&) {
-      break;
-    }
-    if (rec.contains("free")) {  // Free's record: forget the chunks; their holes are punched below
-      s->EraseLocked(rec["free"].get<std::vector<uint64_t>>(), &freed);
-      pos += 12 + len;
-      continue;
+  // Extents of the last free record: a crash between it and its holes can
+  // only have left that one's space allocated.
+  std::vector<std::pair<uint64_t, uint64_t>> unpunched;
+  const size_t pos = ForEachRecord(bytes, [&](size_t, size_t, const json& rec) {
+    if (rec.contains("free")) {  // Free's record: forget the chunks
+      unpunched.clear();
+      s->EraseLocked(rec["free"].get<std::vector<uint64_t>>(), &unpunched);
+      return;
     }
     for (const auto& c : rec["chunks"]) {
       ChunkLocation loc;
@@ -165,8 +169,7 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
       data_end = std::max<uint64_t>(data_end, loc.offset + s->RecordBytes());
     }
     if (committed != nullptr) committed->push_back(rec["meta"].get<std::string>());
-    pos += 12 + len;
-  }
+  });
   for (size_t q = pos + 1; q + 12 <= bytes.size(); ++q)
     if (RecordAt(bytes, q))
       return Status::Error(log + ": the record at byte " + std::to_string(pos) +
@@ -174,10 +177,10 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
                            "): the store is damaged; nothing was changed");
   if (pos < bytes.size() && ::ftruncate(s->log_fd_, static_cast<off_t>(pos)) != 0)
     return Status::Error(Errno(log + ": cannot cut off a torn tail"));
-  // A crash between a free record and its holes leaves space allocated:
-  // punching again is harmless, and where it fails only space is wasted.
-  (void)s->PunchHoles(std::move(freed));
+  // Punching again is harmless, and where it fails only space is wasted.
+  (void)s->PunchHoles(std::move(unpunched));
   // New parts go after everything on disk, committed or not.
+  struct stat st;
   ::fstat(s->data_fd_, &st);
   s->data_end_ = RoundUp(std::max<uint64_t>(data_end, static_cast<uint64_t>(st.st_size)));
   s->io_ = std::make_unique<ThreadPool>(std::max(1, opt.io_threads));
@@ -262,15 +265,11 @@ Status ChunkStore::AppendLog(const std::string& payload) {
 }
 
 void ChunkStore::EraseLocked(const std::vector<uint64_t>& ids, std::vector<std::pair<uint64_t, uint64_t>>* extents) {
-  const std::set<uint64_t> wanted(ids.begin(), ids.end());
-  for (auto it = index_.begin(); it != index_.end();) {
-    if (wanted.count(it->first.first)) {
+  for (uint64_t id : ids)  // an id's layers are adjacent in the index
+    for (auto it = index_.lower_bound({id, 0}); it != index_.end() && it->first.first == id;) {
       extents->push_back({it->second.offset, RecordBytes()});
       it = index_.erase(it);
-    } else {
-      ++it;
     }
-  }
 }
 
 Status ChunkStore::PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents) {
@@ -307,37 +306,39 @@ Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats
   return PunchHoles(std::move(extents));
 }
 
-Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const std::string log = dir_ + "/log", tmp = dir_ + "/log.tmp";
+StatusOr<std::string> ChunkStore::ReadLog() const {
+  const std::string log = dir_ + "/log";
   struct stat st;
   if (::fstat(log_fd_, &st) != 0) return Status::Error(Errno(log + ": cannot stat"));
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
   if (!bytes.empty() && ::pread(log_fd_, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
     return Status::Error(Errno(log + ": cannot read"));
+  return bytes;
+}
+
+Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string log = dir_ + "/log", tmp = dir_ + "/log.tmp";
+  ASSIGN_OR_RETURN(const std::string bytes, ReadLog());
   // A commit record stays if any of its chunks is still indexed. Free's records
   // go, unless a kept record also names freed chunks (then replaying them
-  // must still forget those).
+  // must still forget those). Open cut any torn tail, so every record is whole.
   struct Record {
     size_t pos, len;
     bool free, keep;
   };
   std::vector<Record> records;
   bool partial = false;
-  for (size_t pos = 0; RecordAt(bytes, pos);) {  // Open cut any torn tail, so every record is whole
-    uint32_t len;
-    std::memcpy(&len, &bytes[pos + 4], 4);
-    const json rec = json::parse(bytes.begin() + pos + 12, bytes.begin() + pos + 12 + len, nullptr, false);
-    Record r{pos, 12 + size_t{len}, rec.is_object() && rec.contains("free"), true};
-    if (!r.free && rec.is_object() && rec.contains("chunks") && !rec["chunks"].empty()) {
+  ForEachRecord(bytes, [&](size_t pos, size_t len, const json& rec) {
+    Record r{pos, len, rec.contains("free"), true};
+    if (!r.free && rec.contains("chunks") && !rec["chunks"].empty()) {
       size_t live = 0;
       for (const auto& c : rec["chunks"]) live += index_.count({c["id"].get<uint64_t>(), c["layer"].get<int>()});
       r.keep = live > 0;
       partial = partial || (live > 0 && live < rec["chunks"].size());
     }
     records.push_back(r);
-    pos += r.len;
-  }
+  });
   std::string kept;
   for (const Record& r : records)
     if (r.free ? partial : r.keep) kept.append(bytes, r.pos, r.len);

@@ -139,6 +139,8 @@ class ChunkStore {
   size_t PartStride(int part) const;  // padded size of part index 0..2
   size_t RecordBytes() const { return PartStride(0) * 2 + PartStride(2); }
   Status ReadOne(const ChunkRead& r);
+  // The whole log file.
+  StatusOr<std::string> ReadLog() const;
   // Appends one framed record to the log and syncs it; on failure the log is as it was.
   Status AppendLog(const std::string& payload);
   // Removes every layer of `ids` from index_, appending their extents.
