@@ -1,7 +1,8 @@
 // KV reordering (PAPER.md section 2): a reordered store serves exactly the KV
 // of the unreordered one, through every system; its copies survive reopening
 // and are dropped when their node splits; replaced and dropped copies give
-// their disk space back (online and by compaction); requests stay exact while
+// their disk space back (online and by compaction) and their log records
+// (when the log doubles, and on open); requests stay exact while
 // the reorderer rewrites the nodes they read.
 #include "engine/prefix_store.h"
 
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "cache/radix_tree.h"
@@ -22,6 +24,8 @@ namespace impress {
 namespace {
 
 using testing::TempDir;
+
+uint64_t LogSize(const std::string& dir) { return std::filesystem::file_size(dir + "/log"); }
 
 TEST(RadixTreeReorder, CopiesAreRetiredWhenReplacedOrSplit) {
   RadixTree t(2);
@@ -237,6 +241,52 @@ TEST_P(ReorderTest, ReplacedAndDroppedCopiesAreFreed) {
     EXPECT_TRUE(Run(system, 0.25, a->get(), ctx, 96).equal(Run(system, 0.25, b->get(), ctx, 96))) << system;
 }
 
+// Passes that replace a node's copy again and again append a record each
+// time; the pass that doubles the log rewrites it down to the live records,
+// so the log stays within twice what it holds live and reopening serves the
+// latest copy.
+TEST_P(ReorderTest, PassesKeepTheLogBounded) {
+  const std::vector<int32_t> prefix = Tokens(96, 2);
+  const auto ctx = Query(prefix, 20);
+  TempDir ref_dir;
+  auto ref = PrefixStore::Open(*model_, Options(ref_dir.path()));
+  ASSERT_TRUE(ref.ok());
+  Run("as", 1.0, ref->get(), prefix, 96);
+  // Returns the log's size after `passes` passes that each replace the copy, and the bytes they dropped.
+  auto passes = [&](const std::string& dir, double growth, int passes, int64_t* dropped) {
+    auto a = PrefixStore::Open(*model_, Options(dir));
+    EXPECT_TRUE(a.ok()) << a.status().message();
+    Warm(a->get(), prefix, 3);
+    ReorderOptions o;
+    o.min_moved = 0;  // rewrite the copy even if the order held
+    o.log_growth = growth;
+    o.log_min_bytes = 0;
+    for (int i = 0; i < passes; ++i) {
+      ReorderStats st;
+      EXPECT_TRUE((*a)->Reorder(o, &st).ok());
+      EXPECT_EQ(st.nodes_reordered, 1);
+      *dropped += st.log_bytes_dropped;
+    }
+    return (*a)->disk().LogBytes();
+  };
+  TempDir one, kept, bounded;
+  int64_t dropped = 0;
+  const uint64_t live = passes(one.path(), 0, 1, &dropped);  // the insert and one copy's record
+  const uint64_t grown = passes(kept.path(), 0, 8, &dropped);
+  EXPECT_EQ(dropped, 0);
+  EXPECT_GT(grown, 4 * live);  // 8 copies' records and 7 frees
+  const uint64_t log = passes(bounded.path(), 2.0, 8, &dropped);
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(log, 2 * live + live / 4);  // live records vary a little with the order they hold
+  auto a = PrefixStore::Open(*model_, Options(bounded.path()));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  PrefixLease lease = (*a)->Acquire(prefix, 96);
+  EXPECT_TRUE(lease.reordered());
+  (*a)->Release(lease);
+  for (const char* system : {"as", "impress-itf-ro", "h2o-lfu"})
+    EXPECT_TRUE(Run(system, 0.25, a->get(), ctx, 96).equal(Run(system, 0.25, ref->get(), ctx, 96))) << system;
+}
+
 // A session that starts in token order (stored_copies false, as every
 // `impress run` system does) leaves on disk the copy its own pass supersedes;
 // the next open frees it and serves the newer copy.
@@ -274,9 +324,11 @@ TEST_P(ReorderTest, OpeningFreesWhatEarlierSessionsLeft) {
     new_copy = first_chunk(a->get());
     ASSERT_NE(new_copy, UINT64_MAX);
   }
+  const uint64_t log_before = LogSize(dir.path());
   auto a = PrefixStore::Open(*model_, Options(dir.path()));
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_FALSE((*a)->disk().Has(old_copy, 0));
+  EXPECT_LT((*a)->disk().LogBytes(), log_before);  // and the old copy's record is gone
   EXPECT_EQ(first_chunk(a->get()), new_copy);
 }
 
@@ -300,7 +352,10 @@ TEST_P(ReorderTest, RequestsStayExactWhileReordering) {
     const auto& p = prefixes[q % 2];
     want.push_back(Run(systems[q % 3], 0.25, b->get(), Query(p, q), static_cast<int64_t>(p.size())));
   }
-  ReorderWorker worker(**a, ReorderWorkerOptions{});
+  ReorderWorkerOptions wo;
+  wo.reorder.min_moved = 0;      // every pass replaces the copies requests are reading,
+  wo.reorder.log_min_bytes = 0;  // and rewrites the log whenever it doubles
+  ReorderWorker worker(**a, wo);
   for (int q = 0; q < n; ++q) {
     worker.Trigger();
     const auto& p = prefixes[q % 2];

@@ -76,7 +76,9 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   // housekeeping: a failure (a full disk, no holes) leaves it allocated.
   s->tree_.TakeRetired();
   CompactStats freed;
-  (void)FreeUnreachable(s->tree_, s->disk_.get(), &freed);
+  if (FreeUnreachable(s->tree_, s->disk_.get(), &freed).ok() && freed.chunks_freed > 0)
+    (void)s->disk_->RewriteLog(nullptr, nullptr);  // their records too; on failure the old log stands
+  s->log_rewritten_at_ = s->disk_->LogBytes();
   if (!opt.stored_copies) {  // start in token order; the copies stay on disk for later sessions
     for (RadixTree::Node* n : s->tree_.Nodes()) s->tree_.SetReordered(n, nullptr);
     s->tree_.TakeRetired();
@@ -312,6 +314,14 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
   FreeStats freed;
   RETURN_IF_ERROR(FreeRetired(&freed));
   stats->bytes_freed += static_cast<int64_t>(freed.bytes);
+  const uint64_t log = disk_->LogBytes();
+  if (opt.log_growth > 0 && log >= static_cast<uint64_t>(opt.log_min_bytes) &&
+      log >= opt.log_growth * log_rewritten_at_) {
+    uint64_t before = 0, after = 0;
+    RETURN_IF_ERROR(disk_->RewriteLog(&before, &after));
+    log_rewritten_at_ = after;
+    stats->log_bytes_dropped += static_cast<int64_t>(before - after);
+  }
   return Status::OK();
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -80,6 +81,14 @@ struct ReorderOptions {
   // would move to another chunk: small rank changes are not worth a rewrite
   // (and the cold chunks it makes).
   double min_moved = 0.1;
+  // The pass ends by rewriting the store's log (ChunkStore::RewriteLog) when
+  // it has grown to `log_growth` times its size after the last rewrite (or
+  // the open) and to at least `log_min_bytes`: each replaced copy leaves a
+  // dead record of its mapping lists (~330 KB for a 2K-token node on
+  // SmolLM2) that every open would read. Doubling keeps the rewrites'
+  // cost proportional to what is appended. 0: never.
+  double log_growth = 2.0;
+  int64_t log_min_bytes = 1 << 20;
 };
 
 struct ReorderStats {
@@ -89,6 +98,7 @@ struct ReorderStats {
   int64_t chunks_recached = 0;  // of those, put where the node's cached chunks were
   int64_t bytes_read = 0, bytes_written = 0;
   int64_t bytes_freed = 0;      // disk space of replaced copies given back (FreeRetired)
+  int64_t log_bytes_dropped = 0;  // by the log rewrite that ended the pass, if one did
 };
 
 // Memory the reordering metadata takes: the mapping lists of installed
@@ -188,6 +198,7 @@ class PrefixStore {
 
   mutable std::mutex mu_;  // guards tree_ (its nodes, histories and copies) and unfreed_
   std::vector<uint64_t> unfreed_;  // retired chunk ids still on disk
+  std::atomic<uint64_t> log_rewritten_at_{0};  // the log's size after its last rewrite or at open
   // Chunks named by live leases, with counts. A leaf lock: the caches ask
   // under their own lock, so nothing is taken while holding it.
   mutable std::mutex pin_mu_;

@@ -77,6 +77,7 @@ void ReorderWorker::Loop() {
     stats_.bytes_read += pass.bytes_read;
     stats_.bytes_written += pass.bytes_written;
     stats_.bytes_freed += pass.bytes_freed;
+    stats_.log_bytes_dropped += pass.log_bytes_dropped;
     if (status_.ok()) status_ = s;
     cv_.notify_all();
   }

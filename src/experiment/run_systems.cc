@@ -97,7 +97,8 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
     const ReorderFootprint& f = footprint;
     j["reorder"] = {{"every_requests", reorder_every}, {"passes", reorder_passes},
                     {"nodes_reordered", reordered.nodes_reordered}, {"chunks_written", reordered.chunks_written},
-                    {"bytes_freed", reordered.bytes_freed}, {"mapping_bytes", f.mapping_bytes}, {"score_bytes", f.score_bytes},
+                    {"bytes_freed", reordered.bytes_freed}, {"log_bytes_dropped", reordered.log_bytes_dropped},
+                    {"mapping_bytes", f.mapping_bytes}, {"score_bytes", f.score_bytes},
                     {"history_bytes", f.history_bytes}, {"chunk_bytes", f.chunk_bytes}};
   }
   return j;
@@ -270,10 +271,11 @@ void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
     const auto& f = r["reorder"];
     const double cb = f["chunk_bytes"].get<double>() > 0 ? f["chunk_bytes"].get<double>() : 1.0;
     std::fprintf(out, "\n%s reordering: %lld passes, %lld node copies installed, %lld (chunk, layer) pairs written, "
-                 "%.1f MB of replaced copies freed; "
+                 "%.1f MB of replaced copies freed and %.1f MB of their log records dropped; "
                  "mapping lists %.3f%%, scores %.3f%% and importance history %.3f%% of chunk bytes\n",
                  r["system"].get<std::string>().c_str(), f["passes"].get<long long>(), f["nodes_reordered"].get<long long>(),
-                 f["chunks_written"].get<long long>(), f.value("bytes_freed", 0.0) / 1e6, 100.0 * f["mapping_bytes"].get<double>() / cb,
+                 f["chunks_written"].get<long long>(), f.value("bytes_freed", 0.0) / 1e6,
+                 f.value("log_bytes_dropped", 0.0) / 1e6, 100.0 * f["mapping_bytes"].get<double>() / cb,
                  100.0 * f["score_bytes"].get<double>() / cb, 100.0 * f["history_bytes"].get<double>() / cb);
   }
   // Fig. 19: per layer, the share of the prefix's chunks whose K/V were loaded and of IMPRESS probe tests that fell back.

@@ -380,6 +380,13 @@ uint64_t ChunkStore::AllocatedBytes() const {
   return static_cast<uint64_t>(st.st_blocks) * 512;
 }
 
+uint64_t ChunkStore::LogBytes() const {
+  std::lock_guard<std::mutex> lock(mu_);  // RewriteLog swaps log_fd_
+  struct stat st;
+  if (::fstat(log_fd_, &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_size);
+}
+
 bool ChunkStore::Has(uint64_t chunk_id, int layer) const {
   std::lock_guard<std::mutex> lock(mu_);
   return index_.count({chunk_id, layer}) > 0;

@@ -125,6 +125,8 @@ class ChunkStore {
   std::vector<uint64_t> ChunkIds() const;
   // Bytes chunks.dat occupies on the file system (holes excluded).
   uint64_t AllocatedBytes() const;
+  // Size of the log file.
+  uint64_t LogBytes() const;
 
   const ChunkGeometry& geometry() const { return opt_.geometry; }
   const std::string& fingerprint() const { return opt_.fingerprint; }
