@@ -11,12 +11,13 @@ TORCH_CMAKE := $(shell $(PYTHON) -c "import importlib.util,os;s=importlib.util.f
 PREFIX   := $(if $(LIBTORCH),$(LIBTORCH),$(TORCH_CMAKE))
 GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 
-.PHONY: setup build test tsan asan bench demo model data fixtures reproduce figures clean help
+.PHONY: setup build test tsan asan fuzz bench demo model data fixtures reproduce figures clean help
 
 help:
 	@echo "make setup   install dependencies, prepare $(MODEL) and data/ (once per machine)"
 	@echo "make test    build, prepare test fixtures, run every test"
 	@echo "make tsan    the tests under ThreadSanitizer (make asan: AddressSanitizer + UBSan)"
+	@echo "make fuzz    fuzz the file parsers with libFuzzer, FUZZ_SECONDS each (needs clang)"
 	@echo "make bench   prefill vs transformers; store read bandwidth vs fio"
 	@echo "make demo    run the main job on the default model"
 	@echo "make reproduce  every paper figure on $(MODEL) at the reduced scale (docs/reproduce.md), then make figures"
@@ -55,20 +56,21 @@ test: fixtures
 # regression are left to `make test` (under instrumentation they take long
 # and exercise no threads of ours), as are the tests that drive the
 # executable (the sanitized build makes only the test binary).
-SAN_TESTS := -E 'ModelVsTransformers|Tokenizer|Regression|fewshot|reuse_accuracy|accuracy_regression|cli_errors|reproduce_smoke|sweep_cli|store_full|prefix_tokens|paired_test|selection_vs_reference'
+SAN_SKIP := ModelVsTransformers|Tokenizer|Regression|fewshot|reuse_accuracy|accuracy_regression|cli_errors|reproduce_smoke|sweep_cli|store_full|prefix_tokens|paired_test|selection_vs_reference
+FUZZ_TARGETS := fuzz_config fuzz_safetensors fuzz_task fuzz_tokenizer fuzz_store
 tsan: fixtures
 	cmake -S . -B $(BUILD)-tsan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$(PREFIX)" -DIMPRESS_SANITIZE=thread
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target impress_tests
 	cd $(BUILD)-tsan && IMPRESS_FIXTURES=$(abspath $(BUILD))/fixtures OMP_NUM_THREADS=1 \
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(abspath tests/tsan.supp)" \
-	  ctest --output-on-failure -j $(JOBS) $(SAN_TESTS)
+	  ctest --output-on-failure -j $(JOBS) -E '$(SAN_SKIP)|fuzz_corpus'
 
 asan: fixtures
 	cmake -S . -B $(BUILD)-asan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$(PREFIX)" -DIMPRESS_SANITIZE=address
-	cmake --build $(BUILD)-asan -j $(JOBS) --target impress_tests
+	cmake --build $(BUILD)-asan -j $(JOBS) --target impress_tests $(FUZZ_TARGETS)
 	cd $(BUILD)-asan && IMPRESS_FIXTURES=$(abspath $(BUILD))/fixtures OMP_NUM_THREADS=1 \
 	  ASAN_OPTIONS="detect_leaks=0 halt_on_error=1" UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1" \
-	  ctest --output-on-failure -j $(JOBS) $(SAN_TESTS)
+	  ctest --output-on-failure -j $(JOBS) -E '$(SAN_SKIP)'
 
 bench: build
 	bash scripts/bench_prefill.sh $(MODEL) $(BUILD)
@@ -78,6 +80,13 @@ demo: build model data
 	$(BUILD)/impress info --model $(MODEL)
 	$(BUILD)/impress generate --model $(MODEL) --prompt "The capital of France is" -n 20
 	$(BUILD)/impress eval --model $(MODEL) --task copa --shots 5 --limit 50
+
+# The parsers of files users hand us (safetensors, tokenizer.json, dataset
+# splits, a store's log and manifest) under libFuzzer with ASan and UBSan,
+# FUZZ_SECONDS each (needs clang and libclang-rt-14-dev; docs/fuzzing.md).
+FUZZ_SECONDS ?= 60
+fuzz:
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # The paper's figures at the reduced scale of docs/reproduce.md (about half
 # an hour on two cores); FIGURES=fig16,fig18 picks some, STORE the stores.

@@ -188,6 +188,58 @@ TEST(ChunkStore, DamagedLogIsRefusedNotCut) {
   ExpectChunk(**s, 5, 2);
 }
 
+// A record with a good checksum that does not say what a commit or a free
+// says (a crafted file, or a writer's bug; found by tests/fuzz/fuzz_store.cc)
+// is refused with one line naming the log and the record, and the log is left
+// as it was. So is a manifest whose geometry is out of range.
+TEST(ChunkStore, MalformedRecordIsRefused) {
+  auto frame = [](const std::string& payload) {
+    std::string rec(12, '\0');
+    const uint32_t magic = 0x4B564C47, len = static_cast<uint32_t>(payload.size()), crc = Crc32c(payload.data(), len);
+    std::memcpy(&rec[0], &magic, 4);
+    std::memcpy(&rec[4], &len, 4);
+    std::memcpy(&rec[8], &crc, 4);
+    return rec + payload;
+  };
+  const std::string good = R"({"meta":"m","chunks":[{"id":0,"layer":0,"off":0,"crc":[0,0,0]}]})";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"meta":"m","chunks":[{"id":0,"layer":0,"crc":[0,0,0]}]})", "key 'off' not found"},
+      {R"({"meta":"m","chunks":[{"id":0,"layer":6.7e20,"off":0,"crc":[0,0,0]}]})", "expected an integer"},
+      {R"({"meta":"m","chunks":[{"id":0,"layer":3,"off":0,"crc":[0,0,0]}]})", "layer 3 out of range"},
+      {R"({"meta":"m","chunks":[{"id":-1,"layer":0,"off":0,"crc":[0,0,0]}]})", "expected an integer"},
+      {R"({"meta":"m","chunks":[{"id":0,"layer":0,"off":100,"crc":[0,0,0]}]})", "not a 4 KiB boundary"},
+      {R"({"meta":"m","chunks":[{"id":0,"layer":0,"off":0,"crc":[0]}]})", "1 checksums, not 3"},
+      {R"({"meta":7,"chunks":[]})", "type must be string"},
+      {R"({"free":"all"})", "expected an array of integers"},
+  };
+  for (const auto& [payload, why] : cases) {
+    TempDir dir;
+    { ASSERT_TRUE(ChunkStore::Open(dir.path(), Options(), nullptr).ok()); }
+    const std::string log = frame(good) + frame(payload);
+    std::ofstream(dir.File("log"), std::ios::binary) << log;
+    auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+    ASSERT_FALSE(s.ok()) << payload;
+    const std::string& m = s.status().message();
+    EXPECT_NE(m.find("log: the record at byte " + std::to_string(frame(good).size()) + " is malformed"),
+              std::string::npos) << m;
+    EXPECT_NE(m.find(why), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_EQ(std::filesystem::file_size(dir.File("log")), log.size());
+  }
+  TempDir dir;
+  { ASSERT_TRUE(ChunkStore::Open(dir.path(), Options(), nullptr).ok()); }
+  std::ofstream(dir.File("MANIFEST")) << R"({"format":1,"fingerprint":"f","geometry":{"chunk_tokens":16,"layers":3,)"
+                                      << R"("kv_heads":2,"head_dim":32,"probe_kv_heads":1,"elem_bytes":-1}})";
+  auto s = ChunkStore::OpenExisting(dir.path(), nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("MANIFEST: corrupt manifest: geometry"), std::string::npos) << s.status().message();
+  std::ofstream(dir.File("MANIFEST")) << "[1, 2]";
+  s = ChunkStore::Open(dir.path(), Options(), nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("MANIFEST: corrupt manifest: not a JSON object"), std::string::npos)
+      << s.status().message();
+}
+
 // A child commits 4 chunks at a time in a loop (with free_behind, then frees
 // the commit before last) and reports each first id whose commit returned;
 // this kills it at a random moment after its first report and returns the

@@ -70,6 +70,13 @@ expect "unknown figure" "unknown figure 'fig99'" -- reproduce fig99 --model "$sr
 expect "missing expected numbers" "$tmp/none.json: cannot read" -- regress --model "$src" --expected "$tmp/none.json"
 echo '{"config": ' >"$tmp/bad.json"
 expect "malformed expected numbers" "$tmp/bad.json: not JSON" -- regress --model "$src" --expected "$tmp/bad.json"
+# A wrongly shaped expected file is refused before anything is evaluated.
+python3 -c 'import json, sys
+spec = json.load(open(sys.argv[1])); spec["results"][1]["acc"] = "high"; json.dump(spec, open(sys.argv[2], "w"))' \
+  "$(dirname "$0")/expected/accuracy_smollm2.json" "$tmp/shape.json"
+expect "expected row of the wrong type" "$tmp/shape.json: results rte/recomp acc is not a number" -- regress --model "$src" --expected "$tmp/shape.json"
+echo '{"config": {"tasks": ["piqa"], "systems": ["recomp"], "shots": 5, "limit": 2.5, "seed": 1, "retention": 1, "alpha": 0.6}, "tolerance": {}, "results": []}' >"$tmp/shape.json"
+expect "expected config of the wrong type" "$tmp/shape.json: config.limit is not a non-negative integer" -- regress --model "$src" --expected "$tmp/shape.json"
 
 expect "no store" "$tmp/nostore: no store here (MANIFEST missing)" -- store compact --store "$tmp/nostore"
 st=$tmp/store; mkdir -p "$st"; : >"$st/LOCK"

@@ -16,6 +16,7 @@
 #include "cache/radix_tree.h"
 #include "engine/compaction.h"
 #include "engine/reorder_worker.h"
+#include "engine/store_log.h"
 #include "engine/request.h"
 #include "model/model.h"
 #include "model_store_fixture.h"
@@ -58,6 +59,28 @@ TEST(RadixTreeReorder, CopiesAreRetiredWhenReplacedOrSplit) {
   // Ids named by the caller (replay) are kept, and later ids come after them.
   EXPECT_EQ(t.Insert({7, 7, 8, 8}, 40), (std::vector<uint64_t>{40, 41}));
   EXPECT_EQ(t.Insert({5, 5}), (std::vector<uint64_t>{42}));
+}
+
+// Replaying a damaged record never installs a copy whose mapping is not a
+// permutation of its node's tokens (a load would index outside the node),
+// and numbers that are not integers in range are errors, not conversions.
+TEST(StoreLog, DamagedRecordsAreRefused) {
+  RadixTree t(2);
+  ASSERT_TRUE(ReplayRecord(InsertRecord({5, 6, 7, 8}, 0), 2, &t).ok());
+  auto copy_installed = [&](const std::vector<std::vector<int32_t>>& order) {
+    EXPECT_TRUE(ReplayRecord(ReorderRecord({5, 6, 7, 8}, {0, 1}, 2, order), 2, &t).ok());
+    const RadixTree::Node* n = t.FindNode({5, 6, 7, 8});
+    return n != nullptr && n->reordered != nullptr;
+  };
+  EXPECT_FALSE(copy_installed({{3, 1, 0, 2}, {0, 1, 2, 4}}));  // 4 is past the node
+  EXPECT_FALSE(copy_installed({{3, 1, 0, 2}, {0, 1, 1, 2}}));  // 1 twice, 3 never
+  EXPECT_FALSE(copy_installed({{3, 1, 0, 2}, {0, -1, 2, 3}}));
+  EXPECT_TRUE(copy_installed({{3, 1, 0, 2}, {0, 1, 2, 3}}));
+  for (const char* bad : {R"({"tokens":[1,2.5]})", R"({"tokens":[1,2],"first_chunk":-3})",
+                          R"({"tokens":[1,3000000000]})", R"({"reorder":{"path":[5,6,7,8]}})", "[]"}) {
+    Status s = ReplayRecord(bad, 2, &t);
+    EXPECT_FALSE(s.ok()) << bad;
+  }
 }
 
 class ReorderTest : public testing::ModelStoreTest {

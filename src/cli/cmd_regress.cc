@@ -39,6 +39,8 @@ int RunRegress(const RegressOptions& o) {
     if (!s.ok()) return Fail(s.status());
     spec = std::move(*s);
   }
+  Status shape = ValidateRegressionSpec(spec, o.update);
+  if (!shape.ok()) return Fail(shape.WithContext(o.expected));
   auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
   if (!tok.ok()) return Fail(tok.status());
   auto model = LoadModel(o.model, LoadOptions{o.runtime.device, o.runtime.dtype});

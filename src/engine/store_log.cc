@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_get.h"
+
 namespace impress {
 
 std::string InsertRecord(const std::vector<int32_t>& tokens, uint64_t first_chunk) {
@@ -20,20 +22,21 @@ Status ReplayRecord(const std::string& meta, int layers, RadixTree* tree) {
   if (j.is_discarded() || !j.is_object()) return Status::Error("a committed record is not JSON");
   try {
     if (j.contains("reorder")) {
-      const auto& r = j["reorder"];
+      const auto& r = j.at("reorder");
       auto copy = std::make_shared<ReorderedChunks>();
-      const uint64_t first = r["first_chunk"].get<uint64_t>();
-      auto source = r["source"].get<std::vector<uint64_t>>();
+      const uint64_t first = GetInteger<uint64_t>(r.at("first_chunk"));
+      auto source = GetIntegers<uint64_t>(r.at("source"));
       for (size_t i = 0; i < source.size(); ++i) copy->chunks.push_back(first + i);
-      copy->order = r["order"].get<std::vector<std::vector<int32_t>>>();
+      if (!r.at("order").is_array()) throw std::invalid_argument("order is not an array");
+      for (const auto& o : r.at("order")) copy->order.push_back(GetIntegers<int32_t>(o));
       tree->AdvanceChunkIds(first + source.size());
-      InstallCopy(r["path"].get<std::vector<int32_t>>(), source, std::move(copy), layers, tree);
+      InstallCopy(GetIntegers<int32_t>(r.at("path")), source, std::move(copy), layers, tree);
       return Status::OK();
     }
-    auto tokens = j["tokens"].get<std::vector<int32_t>>();
-    if (j.contains("first_chunk")) tree->Insert(tokens, j["first_chunk"].get<uint64_t>());
+    auto tokens = GetIntegers<int32_t>(j.at("tokens"));
+    if (j.contains("first_chunk")) tree->Insert(tokens, GetInteger<uint64_t>(j.at("first_chunk")));
     else tree->Insert(tokens);  // stores written before reordering: ids in insertion order
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // json's key and type errors, GetInteger's range errors
     return Status::Error(std::string("a committed record is malformed: ") + e.what());
   }
   return Status::OK();
@@ -44,8 +47,14 @@ bool InstallCopy(const std::vector<int32_t>& path, const std::vector<uint64_t>& 
   RadixTree::Node* node = tree->FindNode(path);
   if (node == nullptr || node->chunks != source) return false;
   if (copy->order.size() != static_cast<size_t>(layers)) return false;
-  for (const auto& o : copy->order)
+  for (const auto& o : copy->order) {  // each layer's mapping: a permutation of the node's tokens
     if (o.size() != node->tokens.size()) return false;
+    std::vector<bool> seen(o.size(), false);
+    for (int32_t t : o) {
+      if (t < 0 || static_cast<size_t>(t) >= o.size() || seen[t]) return false;
+      seen[t] = true;
+    }
+  }
   tree->SetReordered(node, std::move(copy));
   return true;
 }

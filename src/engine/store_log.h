@@ -29,9 +29,9 @@ std::string ReorderRecord(const std::vector<int32_t>& path, const std::vector<ui
 Status ReplayRecord(const std::string& meta, int layers, RadixTree* tree);
 
 // Makes `copy` the reordered copy of the node at `path` if that node's own
-// chunks are still `source` and the copy has, per layer, one slot per token of
-// the node; otherwise (a split made the copy stale) changes nothing and
-// returns false. The copy it replaces is retired (RadixTree::TakeRetired).
+// chunks are still `source` and the copy maps, per layer, its slots to a
+// permutation of the node's tokens; otherwise (a split made the copy stale, or
+// a damaged record) changes nothing and returns false. The copy it replaces is retired (RadixTree::TakeRetired).
 bool InstallCopy(const std::vector<int32_t>& path, const std::vector<uint64_t>& source,
                  std::shared_ptr<const ReorderedChunks> copy, int layers, RadixTree* tree);
 

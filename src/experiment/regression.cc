@@ -20,6 +20,39 @@ nlohmann::ordered_json DefaultRegressionSpec() {
   return spec;
 }
 
+Status ValidateRegressionSpec(const nlohmann::ordered_json& spec, bool results_optional) {
+  using json = nlohmann::ordered_json;
+  if (!spec.is_object()) return Status::Error("not a JSON object");
+  if (!spec.contains("config") || !spec["config"].is_object()) return Status::Error("no \"config\" object");
+  const json& c = spec["config"];
+  for (const char* key : {"tasks", "systems"}) {
+    if (!c.contains(key) || !c[key].is_array() || c[key].empty())
+      return Status::Error(std::string("config.") + key + " is not a list of names");
+    for (const json& v : c[key])
+      if (!v.is_string()) return Status::Error(std::string("config.") + key + " holds " + v.dump() + ", not a name");
+  }
+  for (const char* key : {"shots", "limit", "seed"})
+    if (!c.contains(key) || !c[key].is_number_unsigned() || c[key].get<uint64_t>() > (uint64_t{1} << 31))
+      return Status::Error(std::string("config.") + key + " is not a non-negative integer");
+  for (const char* key : {"retention", "alpha"})
+    if (!c.contains(key) || !c[key].is_number()) return Status::Error(std::string("config.") + key + " is not a number");
+  if (!spec.contains("tolerance") || !spec["tolerance"].is_object()) return Status::Error("no \"tolerance\" object");
+  for (const auto& [metric, tol] : spec["tolerance"].items())
+    if (!tol.is_number() || tol.get<double>() < 0) return Status::Error("tolerance." + metric + " is not a non-negative number");
+  if (!spec.contains("results") && results_optional) return Status::OK();
+  if (!spec.contains("results") || !spec["results"].is_array()) return Status::Error("no \"results\" array");
+  for (const json& row : spec["results"]) {
+    if (!row.is_object() || !row.contains("task") || !row["task"].is_string() || !row.contains("system") ||
+        !row["system"].is_string())
+      return Status::Error("results holds " + row.dump().substr(0, 60) + ", not a row with a task and a system");
+    for (const auto& [metric, tol] : spec["tolerance"].items())
+      if (row.contains(metric) && !row[metric].is_number())
+        return Status::Error("results " + row["task"].get<std::string>() + "/" + row["system"].get<std::string>() + " " +
+                             metric + " is not a number");
+  }
+  return Status::OK();
+}
+
 StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& tok, const nlohmann::ordered_json& spec,
                                                const std::string& data_dir,
                                                const std::function<void(Doc*)>& edit_doc) {

@@ -27,6 +27,13 @@ class Tokenizer;
 // The configuration and tolerances a new expected file starts from.
 nlohmann::ordered_json DefaultRegressionSpec();
 
+// Checks the shape of an expected file before anything is evaluated: the
+// config's fields and types, tolerances that are numbers, and (unless
+// `results_optional`, as for --update) result rows that are objects with a
+// string task and system and numeric metrics. The error names the first
+// field that is wrong.
+Status ValidateRegressionSpec(const nlohmann::ordered_json& spec, bool results_optional);
+
 // Evaluates every (system, task) of spec["config"] and returns the
 // "results" rows. `edit_doc`, when set, alters every document first (tests).
 StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& tok, const nlohmann::ordered_json& spec,

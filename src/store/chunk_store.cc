@@ -14,10 +14,12 @@
 #include <fstream>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_get.h"
 #include "store/crc32c.h"
 
 namespace impress {
@@ -97,6 +99,11 @@ size_t ChunkStore::PartStride(int part) const {
 StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, const StoreOptions& opt,
                                                         std::vector<std::string>* committed) {
   namespace fs = std::filesystem;
+  const ChunkGeometry& g = opt.geometry;
+  if (g.chunk_tokens < 1 || g.chunk_tokens > (1 << 16) || g.layers < 1 || g.layers > 4096 || g.kv_heads < 1 ||
+      g.kv_heads > 4096 || g.head_dim < 1 || g.head_dim > 65536 || g.probe_kv_heads < 1 ||
+      g.probe_kv_heads > g.kv_heads || (g.elem_bytes != 1 && g.elem_bytes != 2 && g.elem_bytes != 4))
+    return Status::Error(dir + "/MANIFEST: corrupt manifest: geometry " + GeometryJson(g).dump() + " is out of range");
   std::unique_ptr<ChunkStore> s(new ChunkStore());
   s->dir_ = dir;
   s->opt_ = opt;
@@ -120,6 +127,8 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
     json have;
     try {
       have = json::parse(in);
+      if (!have.is_object()) throw std::invalid_argument("not a JSON object");
+      (void)have.value("format", 0), (void)have.value("fingerprint", "");  // of the right types
     } catch (const std::exception& e) {
       return Status::Error(manifest + ": corrupt manifest: " + e.what());
     }
@@ -155,21 +164,39 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   // Extents of the last free record: a crash between it and its holes can
   // only have left that one's space allocated.
   std::vector<std::pair<uint64_t, uint64_t>> unpunched;
-  const size_t pos = ForEachRecord(bytes, [&](size_t, size_t, const json& rec) {
-    if (rec.contains("free")) {  // Free's record: forget the chunks
-      unpunched.clear();
-      s->EraseLocked(rec["free"].get<std::vector<uint64_t>>(), &unpunched);
-      return;
+  // A whole record with a good checksum that does not say what a commit or a
+  // free says was written by something else or by a bug: the store is damaged.
+  Status malformed;
+  const int layers = opt.geometry.layers;
+  const size_t pos = ForEachRecord(bytes, [&](size_t at, size_t, const json& rec) {
+    if (!malformed.ok()) return;
+    try {
+      if (rec.contains("free")) {  // Free's record: forget the chunks
+        unpunched.clear();
+        s->EraseLocked(GetIntegers<uint64_t>(rec.at("free")), &unpunched);
+        return;
+      }
+      for (const auto& c : rec.at("chunks")) {
+        ChunkLocation loc;
+        loc.offset = GetInteger<uint64_t>(c.at("off"));
+        const json& crc = c.at("crc");
+        if (crc.size() != 3) throw std::invalid_argument("a chunk has " + std::to_string(crc.size()) + " checksums, not 3");
+        for (int i = 0; i < 3; ++i) loc.crc[i] = GetInteger<uint32_t>(crc.at(i));
+        const int layer = GetInteger<int>(c.at("layer"));
+        if (layer < 0 || layer >= layers) throw std::invalid_argument("layer " + std::to_string(layer) + " out of range");
+        if (loc.offset % kAlign != 0 || loc.offset > (uint64_t{1} << 56))
+          throw std::invalid_argument("chunk offset " + std::to_string(loc.offset) + " is not a 4 KiB boundary in range");
+        s->index_[{GetInteger<uint64_t>(c.at("id")), layer}] = loc;
+        data_end = std::max<uint64_t>(data_end, loc.offset + s->RecordBytes());
+      }
+      std::string meta = rec.at("meta").get<std::string>();
+      if (committed != nullptr) committed->push_back(std::move(meta));
+    } catch (const std::exception& e) {  // json's type and key errors, and the checks above
+      malformed = Status::Error(log + ": the record at byte " + std::to_string(at) + " is malformed (" + e.what() +
+                                "): the store is damaged; nothing was changed");
     }
-    for (const auto& c : rec["chunks"]) {
-      ChunkLocation loc;
-      loc.offset = c["off"].get<uint64_t>();
-      for (int i = 0; i < 3; ++i) loc.crc[i] = c["crc"][i].get<uint32_t>();
-      s->index_[{c["id"].get<uint64_t>(), c["layer"].get<int>()}] = loc;
-      data_end = std::max<uint64_t>(data_end, loc.offset + s->RecordBytes());
-    }
-    if (committed != nullptr) committed->push_back(rec["meta"].get<std::string>());
   });
+  if (!malformed.ok()) return malformed;
   for (size_t q = pos + 1; q + 12 <= bytes.size(); ++q)
     if (RecordAt(bytes, q))
       return Status::Error(log + ": the record at byte " + std::to_string(pos) +
@@ -196,9 +223,9 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string
   try {
     json j = json::parse(in);
     const json& g = j.at("geometry");
-    opt.geometry = ChunkGeometry{g.at("chunk_tokens").get<int>(), g.at("layers").get<int>(), g.at("kv_heads").get<int>(),
-                                 g.at("head_dim").get<int>(), g.at("probe_kv_heads").get<int>(),
-                                 g.at("elem_bytes").get<int>()};
+    opt.geometry = ChunkGeometry{GetInteger<int>(g.at("chunk_tokens")), GetInteger<int>(g.at("layers")),
+                                 GetInteger<int>(g.at("kv_heads")),     GetInteger<int>(g.at("head_dim")),
+                                 GetInteger<int>(g.at("probe_kv_heads")), GetInteger<int>(g.at("elem_bytes"))};
     opt.fingerprint = j.at("fingerprint").get<std::string>();
   } catch (const std::exception& e) {
     return Status::Error(manifest + ": corrupt manifest: " + e.what());

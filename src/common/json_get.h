@@ -1,0 +1,40 @@
+// Strict reads of integers from JSON that came from a file. nlohmann's
+// get<int>() converts a float or an out-of-range number with undefined
+// behaviour and a negative number to unsigned by wrapping; these throw
+// std::invalid_argument instead, with the offending value in the message.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace impress {
+
+template <typename T>
+T GetInteger(const nlohmann::json& j) {
+  const bool in_range =
+      j.is_number_unsigned() ? j.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+      : j.is_number_integer() ? j.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                    (j.get<int64_t>() < 0 ||
+                                     static_cast<uint64_t>(j.get<int64_t>()) <= static_cast<uint64_t>(std::numeric_limits<T>::max()))
+                              : false;
+  if (!in_range)
+    throw std::invalid_argument("expected an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
+                                std::to_string(std::numeric_limits<T>::max()) + "], got " + j.dump().substr(0, 40));
+  return j.is_number_unsigned() ? static_cast<T>(j.get<uint64_t>()) : static_cast<T>(j.get<int64_t>());
+}
+
+template <typename T>
+std::vector<T> GetIntegers(const nlohmann::json& j) {
+  if (!j.is_array()) throw std::invalid_argument("expected an array of integers, got " + j.dump().substr(0, 40));
+  std::vector<T> out;
+  out.reserve(j.size());
+  for (const auto& e : j) out.push_back(GetInteger<T>(e));
+  return out;
+}
+
+}  // namespace impress

@@ -1,0 +1,100 @@
+// Fuzz target: a store directory (docs/store.md, "On disk"). The first byte
+// picks what the rest is:
+//   0: the log, raw bytes (torn tails, bad checksums, damage);
+//   1: the log as JSON payloads, one per line, each framed with a valid
+//      header and checksum (what a buggy writer or a crafted file could
+//      commit);
+//   2: the MANIFEST.
+// Opening must refuse the store with an error or give one whose records
+// replay into a radix tree (or are refused) and whose chunks verify (or fail
+// verification) without crashing; an installed reordered copy's mapping
+// must be a permutation of its node's tokens.
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cache/radix_tree.h"
+#include "engine/store_log.h"
+#include "fuzz_input.h"
+#include "store/chunk_store.h"
+#include "store/crc32c.h"
+
+namespace {
+
+constexpr uint32_t kMagic = 0x4B564C47;
+const char kManifest[] =
+    "{\"format\":1,\"fingerprint\":\"fuzz\",\"geometry\":{\"chunk_tokens\":2,\"layers\":2,\"kv_heads\":1,"
+    "\"head_dim\":4,\"probe_kv_heads\":1,\"elem_bytes\":2}}\n";
+
+std::string Frame(const std::string& payload) {
+  std::string rec(12, '\0');
+  const uint32_t len = static_cast<uint32_t>(payload.size()), crc = impress::Crc32c(payload.data(), payload.size());
+  std::memcpy(&rec[0], &kMagic, 4);
+  std::memcpy(&rec[4], &len, 4);
+  std::memcpy(&rec[8], &crc, 4);
+  return rec + payload;
+}
+
+void CheckCopies(const impress::RadixTree& tree, int layers) {
+  for (const impress::RadixTree::Node* n : tree.Nodes()) {
+    if (!n->reordered) continue;
+    if (n->reordered->order.size() != static_cast<size_t>(layers)) __builtin_trap();
+    for (const auto& order : n->reordered->order) {
+      std::vector<bool> seen(n->tokens.size(), false);
+      if (order.size() != n->tokens.size()) __builtin_trap();
+      for (int32_t t : order) {
+        if (t < 0 || static_cast<size_t>(t) >= seen.size() || seen[t]) __builtin_trap();
+        seen[t] = true;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  namespace fs = std::filesystem;
+  if (size == 0) return 0;
+  const std::string dir = impress::fuzz::ScratchDir() + "/store";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const uint8_t mode = data[0] % 3;
+  const std::string rest(reinterpret_cast<const char*>(data + 1), size - 1);
+  std::string manifest = kManifest, log;
+  if (mode == 0) log = rest;
+  if (mode == 1) {
+    size_t at = 0;
+    while (at <= rest.size()) {
+      size_t nl = rest.find('\n', at);
+      if (nl == std::string::npos) nl = rest.size();
+      log += Frame(rest.substr(at, nl - at));
+      at = nl + 1;
+    }
+  }
+  if (mode == 2) manifest = rest;
+  impress::fuzz::WriteFile(dir + "/MANIFEST", reinterpret_cast<const uint8_t*>(manifest.data()), manifest.size());
+  impress::fuzz::WriteFile(dir + "/log", reinterpret_cast<const uint8_t*>(log.data()), log.size());
+
+  if (mode == 2) {  // what `impress run` does first: open with the model's geometry
+    impress::StoreOptions opt;
+    opt.geometry = impress::ChunkGeometry{2, 2, 1, 4, 1, 2};
+    opt.fingerprint = "fuzz";
+    opt.create_if_missing = false;
+    opt.io_threads = 1;
+    (void)impress::ChunkStore::Open(dir, opt, nullptr);
+  }
+  std::vector<std::string> committed;
+  auto store = impress::ChunkStore::OpenExisting(dir, &committed);
+  if (!store.ok()) return 0;
+  const int layers = (*store)->geometry().layers;
+  impress::RadixTree tree((*store)->geometry().chunk_tokens);
+  for (const std::string& meta : committed)
+    if (!impress::ReplayRecord(meta, layers, &tree).ok()) return 0;
+  CheckCopies(tree, layers);
+  (void)impress::LiveChunks(tree);
+  uint64_t checked = 0;
+  (void)(*store)->Verify(&checked);
+  return 0;
+}
