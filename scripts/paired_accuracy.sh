@@ -51,7 +51,8 @@ limit_text = ("full splits" if limit == "0" else
 env = "" if units == "token chunk" else f"UNITS='{units}' "
 lines = [f"# Paired accuracy: impress-itf against h2o-lru, {model}, {shots_text}, {limit_text}", "",
          f"`{env}scripts/paired_accuracy.sh {model} build {out} {tasks} {shots} {limit} {chunk} {' '.join(retentions)}`", "",
-         f"The chunk unit over {chunk}-token chunks. Discordant documents: only one of the two systems answers",
+         (f"The chunk unit over {chunk}-token chunks. " if "chunk" in units.split() else "") +
+         "Discordant documents: only one of the two systems answers",
          "correctly; p: exact two-sided McNemar test of equal accuracy (scripts/paired_test.py).", "",
          "| task | n | prefix tokens | retention | impress-itf unit | h2o-lru acc | impress-itf acc | kept share | difference (points) | only h2o-lru right | only impress-itf right | McNemar p |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -391,6 +391,7 @@ TEST_P(ReorderTest, RequestsStayExactWhileReordering) {
   worker.Drain();
   EXPECT_TRUE(worker.status().ok()) << worker.status().message();
   EXPECT_GE(worker.stats().nodes_reordered, 2);
+  EXPECT_GT(worker.stats().log_bytes_dropped, 0);  // the log was rewritten while requests read
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReorderTest, ::testing::Values("tiny-llama-gqa", "tiny-opt-postln-proj"),
