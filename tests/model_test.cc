@@ -98,6 +98,69 @@ TEST_P(ModelVsTransformers, SplitRunEqualsWholeRun) {
   EXPECT_LE((tail - whole.slice(0, cut)).abs().max().item<double>(), 1e-4);
 }
 
+// Several continuations of one context run side by side as segments give
+// each continuation the logits it gets alone: through the fused path (every
+// prefix token visible), through the masked path (a per-head keep mask, as
+// H2O selections make) and with no prefix at all.
+TEST_P(ModelVsTransformers, SegmentsEqualSeparateRuns) {
+  std::vector<int32_t> ids = ref_.Ids("p3.ids");
+  ASSERT_GE(ids.size(), 40u);
+  const int64_t ctx = 20;
+  const std::vector<std::vector<int32_t>> conts = {{ids.begin() + 20, ids.begin() + 27}, {ids[31]},
+                                                   {ids.begin() + 28, ids.begin() + 40}};
+  std::vector<int32_t> run;
+  std::vector<int64_t> segments;
+  for (const auto& c : conts) run.insert(run.end(), c.begin(), c.end()), segments.push_back(static_cast<int64_t>(c.size()));
+  const int layers = model_->config().num_layers, hq = model_->config().num_heads;
+  // fp32 rounding of GEMMs and attention kernels of other shapes (a segment
+  // mask instead of the causal kernel): relative to the logits' size.
+  auto tol = [](const at::Tensor& logits) { return 1e-5 * std::max(1.0, logits.abs().max().item<double>()); };
+
+  // Serves a DenseKvCache's KV with a fixed keep mask per query head.
+  struct MaskedKv final : KvProvider {
+    DenseKvCache& cache;
+    int hq;
+    MaskedKv(DenseKvCache& c, int h) : cache(c), hq(h) {}
+    PrefixKv Prefix(const LayerQkv& qkv) override {
+      PrefixKv p = cache.Prefix(qkv);
+      const int64_t n = p.k.size(1);
+      p.keep = (at::arange(hq * n, at::kLong).view({hq, n}) * (qkv.layer + 3)) % 5 != 0;
+      return p;
+    }
+    void Append(const LayerQkv& qkv) override { cache.Append(qkv); }
+  };
+  for (bool masked : {false, true}) {
+    DenseKvCache cache(layers);
+    model_->Forward(std::vector<int32_t>(ids.begin(), ids.begin() + ctx), 0, cache);
+    MaskedKv mk(cache, hq);
+    KvProvider& kv = masked ? static_cast<KvProvider&>(mk) : cache;
+    const auto mark = cache.Save();
+    ForwardOptions fo{true};
+    fo.segments = segments;
+    at::Tensor together = model_->Forward(run, ctx, kv, fo);
+    cache.Rewind(mark);
+    int64_t row = 0;
+    for (const auto& c : conts) {
+      at::Tensor alone = model_->Forward(c, ctx, kv, ForwardOptions{true});
+      cache.Rewind(mark);
+      const int64_t n = static_cast<int64_t>(c.size());
+      EXPECT_LE((together.slice(0, row, row + n) - alone).abs().max().item<double>(), tol(alone)) << "masked " << masked;
+      row += n;
+    }
+  }
+  NoPrefixKv none;
+  ForwardOptions fo{true};
+  fo.segments = segments;
+  at::Tensor together = model_->Forward(run, 0, none, fo);
+  int64_t row = 0;
+  for (const auto& c : conts) {
+    const int64_t n = static_cast<int64_t>(c.size());
+    at::Tensor alone = model_->Forward(c, 0, none, ForwardOptions{true});
+    EXPECT_LE((together.slice(0, row, row + n) - alone).abs().max().item<double>(), tol(alone));
+    row += n;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, ModelVsTransformers,
                          ::testing::Values("tiny-opt-preln", "tiny-opt-postln-proj", "tiny-llama-gqa",
                                            "tiny-llama-linrope", "smollm2"),

@@ -21,21 +21,40 @@ StatusOr<ScoredContext> TokenizeContext(const Tokenizer& tok, const std::string&
 StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const ScoredContext& ctx,
                                 const at::Tensor& last_logprobs, RewindableKv& kv, const Doc& doc) {
   const int64_t ctx_len = static_cast<int64_t>(ctx.ids.size());
-  const RewindableKv::Mark mark = kv.Save();
-  DocScore score;
-  double best = -1e300, best_norm = -1e300;
+  // Each choice's continuation; its first token is predicted by the context.
+  std::vector<std::vector<int32_t>> conts;
+  std::vector<int32_t> run;       // every continuation but its last token, side by side
+  std::vector<int64_t> segments;  // their lengths
   for (size_t c = 0; c < doc.choices.size(); ++c) {
     ASSIGN_OR_RETURN(std::vector<int32_t> whole, tok.Encode(ctx.text + ctx.moved + " " + doc.choices[c], false));
     if (whole.size() <= ctx.ids.size()) return Status::Error("choice " + std::to_string(c) + " adds no tokens");
-    std::vector<int32_t> cont(whole.begin() + ctx.ids.size(), whole.end());
+    conts.emplace_back(whole.begin() + ctx.ids.size(), whole.end());
+    if (conts.back().size() < 2) continue;
+    std::vector<int32_t> seg(conts.back().begin(), conts.back().end() - 1);
+    RETURN_IF_ERROR(ValidateTokens(model.config(), seg, ctx_len));
+    run.insert(run.end(), seg.begin(), seg.end());
+    segments.push_back(static_cast<int64_t>(seg.size()));
+  }
+  at::Tensor lp;  // [run, vocab] log-probabilities, on the CPU
+  if (!run.empty()) {
+    const RewindableKv::Mark mark = kv.Save();
+    ForwardOptions fo;
+    fo.all_logits = true;
+    fo.segments = segments;
+    lp = at::log_softmax(model.Forward(run, ctx_len, kv, fo), -1).cpu();
+    kv.Rewind(mark);
+  }
+  DocScore score;
+  double best = -1e300, best_norm = -1e300;
+  int64_t row = 0;  // first row of the current choice's segment in lp
+  for (size_t c = 0; c < conts.size(); ++c) {
+    const std::vector<int32_t>& cont = conts[c];
     double ll = last_logprobs[cont[0]].item<double>();
     if (cont.size() > 1) {
-      std::vector<int32_t> run(cont.begin(), cont.end() - 1);
-      RETURN_IF_ERROR(ValidateTokens(model.config(), run, ctx_len));
-      at::Tensor lp = at::log_softmax(model.Forward(run, ctx_len, kv, ForwardOptions{true}), -1).cpu();
+      const int64_t n = static_cast<int64_t>(cont.size()) - 1;
       at::Tensor next = at::tensor(std::vector<int64_t>(cont.begin() + 1, cont.end()), at::kLong);
-      ll += lp.gather(1, next.unsqueeze(1)).sum().item<double>();
-      kv.Rewind(mark);
+      ll += lp.slice(0, row, row + n).gather(1, next.unsqueeze(1)).sum().item<double>();
+      row += n;
     }
     score.loglik.push_back(ll);
     const double norm = ll / static_cast<double>(std::max<size_t>(1, Utf8Length(doc.choices[c])));

@@ -35,8 +35,9 @@ StatusOr<ScoredContext> TokenizeContext(const Tokenizer& tok, const std::string&
 // Scores every choice of `doc` after `ctx`, given `kv` holding the KV the
 // context's tokens attend to (all of it, or a selection) and the
 // log-probabilities that follow the context's last token. Each choice runs
-// only its own tokens over `kv` at positions after the context, and is then
-// rewound.
+// only its own tokens over `kv` at positions after the context; all choices
+// run in one pass as independent segments (ForwardOptions::segments), and
+// `kv` is then rewound.
 StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const ScoredContext& ctx,
                                 const at::Tensor& last_logprobs, RewindableKv& kv, const Doc& doc);
 

@@ -22,5 +22,12 @@ at::Tensor LinearResidual(const at::Tensor& residual, const at::Tensor& x, const
 at::Tensor SplitHeads(const at::Tensor& x, int64_t heads, int64_t head_dim);
 // Embedding rows for `tokens`, on `table`'s device.
 at::Tensor EmbedTokens(const at::Tensor& table, const std::vector<int32_t>& tokens);
+// Absolute positions of `t` tokens run from start_pos ([T] int64 on
+// `device`): start_pos + i, restarting at start_pos in each of `segments`
+// (ForwardOptions::segments). REQUIRES: segments empty or summing to t.
+at::Tensor TokenPositions(int64_t start_pos, int64_t t, const std::vector<int64_t>& segments, at::Device device);
+// LayerQkv::attend_new for `segments`: block-diagonal causal. Undefined for
+// fewer than two segments (plain causal).
+at::Tensor SegmentMask(const std::vector<int64_t>& segments, at::Device device);
 
 }  // namespace impress

@@ -13,12 +13,13 @@ constexpr int64_t kRowBlock = 512;
 at::Tensor AttendFused(const LayerQkv& x, const at::Tensor& keys, const at::Tensor& vals, int64_t p) {
   const int64_t hq = x.q.size(0), t = x.q.size(1), d = x.q.size(2);
   std::optional<at::Tensor> mask;
-  if (p > 0) {  // true = may attend: all prefix columns, new columns j <= i
+  if (p > 0 || x.attend_new.defined()) {  // true = may attend: all prefix columns, new columns j <= i
     auto opts = at::TensorOptions().device(x.q.device()).dtype(at::kBool);
-    mask = at::cat({at::ones({t, p}, opts), at::ones({t, t}, opts).tril()}, 1);
+    at::Tensor own = x.attend_new.defined() ? x.attend_new : at::ones({t, t}, opts).tril();
+    mask = p > 0 ? at::cat({at::ones({t, p}, opts), own}, 1) : own;
   }
   at::Tensor out = at::scaled_dot_product_attention(x.q.unsqueeze(0), keys.unsqueeze(0), vals.unsqueeze(0), mask,
-                                                    /*dropout_p=*/0.0, /*is_causal=*/p == 0, x.scale,
+                                                    /*dropout_p=*/0.0, /*is_causal=*/!mask.has_value(), x.scale,
                                                     /*enable_gqa=*/keys.size(0) != hq);
   return out[0].transpose(0, 1).reshape({t, hq * d});
 }
@@ -48,9 +49,15 @@ at::Tensor Attend(const LayerQkv& x, const PrefixKv& prefix) {
     at::Tensor kb = keys.slice(1, 0, s);
     at::Tensor scores = at::bmm(qb, kb.transpose(1, 2)).view({hkv, g, tb, s});
     // Causal among new tokens: row i (absolute r0 + i) sees new column j <= r0 + i.
-    at::Tensor rows = at::arange(r0, r0 + tb, opts.dtype(at::kLong)).unsqueeze(1);
-    at::Tensor cols = at::arange(0, r0 + tb, opts.dtype(at::kLong)).unsqueeze(0);
-    at::Tensor future = cols > rows;  // [tb, r0 + tb]
+    // Within segments (attend_new), only a row's own segment up to it.
+    at::Tensor future;  // [tb, r0 + tb]
+    if (x.attend_new.defined()) {
+      future = x.attend_new.slice(0, r0, r0 + tb).slice(1, 0, r0 + tb).logical_not();
+    } else {
+      at::Tensor rows = at::arange(r0, r0 + tb, opts.dtype(at::kLong)).unsqueeze(1);
+      at::Tensor cols = at::arange(0, r0 + tb, opts.dtype(at::kLong)).unsqueeze(0);
+      future = cols > rows;
+    }
     if (p > 0) future = at::cat({at::zeros({tb, p}, opts.dtype(at::kBool)), future}, 1);
     scores.masked_fill_(future, -std::numeric_limits<float>::infinity());
     if (hidden.defined()) scores.slice(3, 0, p).masked_fill_(hidden, -std::numeric_limits<float>::infinity());

@@ -1,5 +1,6 @@
 // Attention of the new tokens over [prefix KV ; their own KV], causal among
-// the new tokens. Shared by every architecture.
+// the new tokens (or within each segment, LayerQkv::attend_new). Shared by
+// every architecture.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -19,6 +19,10 @@ struct LayerQkv {
   at::Tensor k;  // [num_kv_heads, T, head_dim], RoPE applied (stored form)
   at::Tensor v;  // [num_kv_heads, T, head_dim]
   float scale = 1.0f;  // attention logit scale (head_dim^-0.5)
+  // Which new tokens each new token may attend to ([T, T] bool, true = may)
+  // when the new tokens are several independent continuations run side by
+  // side (ForwardOptions::segments); undefined: causal among all of them.
+  at::Tensor attend_new;
 };
 
 // The prefix KV one layer attends to. Every prefix token is visible to every

@@ -53,7 +53,8 @@ at::Tensor LlamaModel::Forward(const std::vector<int32_t>& tokens, int64_t start
   const int64_t t = static_cast<int64_t>(tokens.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
-  at::Tensor pos = at::arange(start_pos, start_pos + t, at::TensorOptions().dtype(at::kFloat).device(device_));
+  at::Tensor pos = TokenPositions(start_pos, t, opt.segments, device_).to(at::kFloat);
+  const at::Tensor attend_new = SegmentMask(opt.segments, device_);
   if (c.rope_linear_factor != 1.0) pos = pos / c.rope_linear_factor;
   at::Tensor freqs = at::outer(pos, inv_freq);  // [T, d/2]
   at::Tensor emb = at::cat({freqs, freqs}, -1);
@@ -66,6 +67,7 @@ at::Tensor LlamaModel::Forward(const std::vector<int32_t>& tokens, int64_t start
     LayerQkv qkv;
     qkv.layer = il;
     qkv.scale = scale;
+    qkv.attend_new = attend_new;
     at::Tensor proj = Linear(h, L.wqkv, L.bqkv);  // [T, (Hq + 2 Hkv) d]
     const int64_t qd = int64_t{c.num_heads} * c.head_dim, kvd = int64_t{c.num_kv_heads} * c.head_dim;
     qkv.q = Rope(SplitHeads(proj.narrow(1, 0, qd), c.num_heads, c.head_dim), cos, sin);

@@ -48,6 +48,30 @@ at::Tensor EmbedTokens(const at::Tensor& table, const std::vector<int32_t>& toke
   return table.index_select(0, ids);
 }
 
+at::Tensor TokenPositions(int64_t start_pos, int64_t t, const std::vector<int64_t>& segments, at::Device device) {
+  if (segments.size() < 2) return at::arange(start_pos, start_pos + t, at::TensorOptions().dtype(at::kLong).device(device));
+  std::vector<int64_t> pos;
+  pos.reserve(static_cast<size_t>(t));
+  for (int64_t n : segments)
+    for (int64_t i = 0; i < n; ++i) pos.push_back(start_pos + i);
+  IMPRESS_CHECK(static_cast<int64_t>(pos.size()) == t);
+  return at::tensor(pos, at::kLong).to(device);
+}
+
+at::Tensor SegmentMask(const std::vector<int64_t>& segments, at::Device device) {
+  if (segments.size() < 2) return {};
+  int64_t t = 0;
+  for (int64_t n : segments) t += n;
+  at::Tensor mask = at::zeros({t, t}, at::kBool);
+  int64_t at = 0;
+  for (int64_t n : segments) {
+    IMPRESS_CHECK(n > 0);
+    mask.slice(0, at, at + n).slice(1, at, at + n).copy_(at::ones({n, n}, at::kBool).tril());
+    at += n;
+  }
+  return mask.to(device);
+}
+
 Status ValidateTokens(const ModelConfig& c, const std::vector<int32_t>& tokens, int64_t start_pos) {
   if (tokens.empty()) return Status::Error("no tokens to run");
   for (int32_t t : tokens)

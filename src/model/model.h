@@ -21,6 +21,13 @@ struct LoadOptions {
 
 struct ForwardOptions {
   bool all_logits = false;  // false: logits of the last token only
+  // Lengths of consecutive independent segments of the tokens (summing to
+  // T): each starts at start_pos and attends to the prefix and causally to
+  // itself, never to another segment, so one pass scores several
+  // continuations of one context. Every segment's KV is appended, in order:
+  // the caller rewinds the provider before running anything after them.
+  // Empty: one segment.
+  std::vector<int64_t> segments;
 };
 
 class Model {

@@ -54,7 +54,8 @@ at::Tensor OptModel::Forward(const std::vector<int32_t>& tokens, int64_t start_p
 
   at::Tensor x = EmbedTokens(embed, tokens);
   if (project_in.defined()) x = at::linear(x, project_in);
-  x = x + positions.slice(0, start_pos + kPositionOffset, start_pos + kPositionOffset + t);
+  x = x + positions.index_select(0, TokenPositions(start_pos, t, opt.segments, positions.device()) + kPositionOffset);
+  const at::Tensor attend_new = SegmentMask(opt.segments, device_);
   auto act = [&](const at::Tensor& h) { return c.activation == "gelu" ? at::gelu(h) : at::relu(h); };
 
   for (int il = 0; il < c.num_layers; ++il) {
@@ -63,6 +64,7 @@ at::Tensor OptModel::Forward(const std::vector<int32_t>& tokens, int64_t start_p
     LayerQkv qkv;
     qkv.layer = il;
     qkv.scale = scale;
+    qkv.attend_new = attend_new;
     qkv.q = SplitHeads(Linear(h, L.wq, L.bq), c.num_heads, c.head_dim).contiguous();
     qkv.k = SplitHeads(Linear(h, L.wk, L.bk), c.num_kv_heads, c.head_dim).contiguous();
     qkv.v = SplitHeads(Linear(h, L.wv, L.bv), c.num_kv_heads, c.head_dim).contiguous();

@@ -43,6 +43,7 @@ at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, cons
 
 SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& pk,
                                 const at::Tensor& pv) {
+  IMPRESS_CHECK(!qkv.attend_new.defined());  // importance reads the rows as one causal sequence
   const int64_t p = pk.defined() ? pk.size(1) : 0;
   const int64_t k = p > 0 ? RetainedTokens(opt.retention, p) : 0;
   SelectedPrefix s;
