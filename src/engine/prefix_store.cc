@@ -317,10 +317,13 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
   const uint64_t log = disk_->LogBytes();
   if (opt.log_growth > 0 && log >= static_cast<uint64_t>(opt.log_min_bytes) &&
       log >= opt.log_growth * log_rewritten_at_) {
+    // Housekeeping, like freeing: on failure (a full disk) the old log stands
+    // whole and the next pass tries again.
     uint64_t before = 0, after = 0;
-    RETURN_IF_ERROR(disk_->RewriteLog(&before, &after));
-    log_rewritten_at_ = after;
-    stats->log_bytes_dropped += static_cast<int64_t>(before - after);
+    if (disk_->RewriteLog(&before, &after).ok()) {
+      log_rewritten_at_ = after;
+      stats->log_bytes_dropped += static_cast<int64_t>(before - after);
+    }
   }
   return Status::OK();
 }
