@@ -97,9 +97,10 @@ def select(importance, system, retention, alpha, probes=(0, 1, 2), group_size=1)
 
 
 @torch.no_grad()
-def selected_logits(model, prefix_ids, new_ids, rows, system, retention, alpha, probes=(0, 1, 2)):
+def selected_logits(model, prefix_ids, new_ids, rows, system, retention, alpha, probes=(0, 1, 2), keeps=None):
     """Logits [T, vocab] of `new_ids` (T tokens at positions P..P+T-1) and each
-    layer's trust decision (None where nothing was probed)."""
+    layer's trust decision (None where nothing was probed). `keeps`, a list,
+    receives each layer's keep mask [Hq, P]."""
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
     m = model.model
@@ -128,6 +129,8 @@ def selected_logits(model, prefix_ids, new_ids, rows, system, retention, alpha, 
         importance = scores[:, :rows].softmax(-1)[:, :, :p].sum(1)  # [Hq, P]
         keep, trusted = select(importance, system, retention, alpha, probes, g)
         decisions.append(trusted)
+        if keeps is not None:
+            keeps.append(keep)
         scores[:, :, :p] = scores[:, :, :p].masked_fill(~keep.unsqueeze(1), float("-inf"))
         out = scores.softmax(-1) @ values  # [Hq, T, d]
         h = h + a.o_proj(out.transpose(0, 1).reshape(1, t, hq * d))
