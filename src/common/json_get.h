@@ -16,16 +16,17 @@ namespace impress {
 
 template <typename T>
 T GetInteger(const nlohmann::json& j) {
-  const bool in_range =
-      j.is_number_unsigned() ? j.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
-      : j.is_number_integer() ? j.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-                                    (j.get<int64_t>() < 0 ||
-                                     static_cast<uint64_t>(j.get<int64_t>()) <= static_cast<uint64_t>(std::numeric_limits<T>::max()))
-                              : false;
-  if (!in_range)
-    throw std::invalid_argument("expected an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
-                                std::to_string(std::numeric_limits<T>::max()) + "], got " + j.dump().substr(0, 40));
-  return j.is_number_unsigned() ? static_cast<T>(j.get<uint64_t>()) : static_cast<T>(j.get<int64_t>());
+  using Limits = std::numeric_limits<T>;
+  // Parsing keeps a non-negative integer as unsigned; built in code it may be signed.
+  if (j.is_number_unsigned() && j.get<uint64_t>() <= static_cast<uint64_t>(Limits::max()))
+    return static_cast<T>(j.get<uint64_t>());
+  if (j.is_number_integer() && !j.is_number_unsigned()) {
+    const int64_t v = j.get<int64_t>();
+    if (v >= static_cast<int64_t>(Limits::min()) && (v < 0 || static_cast<uint64_t>(v) <= static_cast<uint64_t>(Limits::max())))
+      return static_cast<T>(v);
+  }
+  throw std::invalid_argument("expected an integer in [" + std::to_string(Limits::min()) + ", " +
+                              std::to_string(Limits::max()) + "], got " + j.dump().substr(0, 40));
 }
 
 template <typename T>
