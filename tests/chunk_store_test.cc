@@ -12,6 +12,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/json_get.h"
 #include "store/crc32c.h"
 #include "test_util.h"
 
@@ -71,6 +72,24 @@ uint64_t KernelReadBytes() {
 }
 
 TEST(Crc32c, KnownVector) { EXPECT_EQ(Crc32c("123456789", 9), 0xE3069283u); }
+
+// GetInteger (common/json_get.h): integers in the type's range, however the
+// JSON holds them; floats, out-of-range values and non-numbers throw.
+TEST(JsonGet, IntegersOnlyAndInRange) {
+  using nlohmann::json;
+  EXPECT_EQ(GetInteger<int>(json::parse("7")), 7);
+  EXPECT_EQ(GetInteger<int>(json::parse("-7")), -7);
+  EXPECT_EQ(GetInteger<int>(json(int64_t{7})), 7);  // built in code: signed though non-negative
+  EXPECT_EQ(GetInteger<uint64_t>(json::parse("18446744073709551615")), UINT64_MAX);
+  EXPECT_EQ(GetInteger<int32_t>(json::parse("-2147483648")), INT32_MIN);
+  for (const char* bad : {"2147483648", "-2147483649", "1.0", "6.7e20", "\"3\"", "true", "null", "[1]"})
+    EXPECT_THROW(GetInteger<int32_t>(json::parse(bad)), std::invalid_argument) << bad;
+  EXPECT_THROW(GetInteger<uint64_t>(json::parse("-1")), std::invalid_argument);
+  EXPECT_THROW(GetInteger<uint32_t>(json::parse("4294967296")), std::invalid_argument);
+  EXPECT_EQ(GetIntegers<uint64_t>(json::parse("[1, 2]")), (std::vector<uint64_t>{1, 2}));
+  EXPECT_THROW(GetIntegers<uint64_t>(json::parse("[1, -2]")), std::invalid_argument);
+  EXPECT_THROW(GetIntegers<uint64_t>(json::parse("{}")), std::invalid_argument);
+}
 
 TEST(ChunkStore, RoundTripAndReopen) {
   TempDir dir;
