@@ -16,10 +16,9 @@ answers, and the mean absolute change of the answer's log-likelihood margin
 
 Usage: scripts/probe_layout_study.py --model DIR --samples FULL.jsonl --retention R [--alpha A] [--docs N]
 """
-import argparse
 import sys
 
-from selection_reference import choice_logliks, load_model, read_samples, shared_prefix_ids
+from selection_reference import choice_logliks, load_model, read_samples, shared_prefix_ids, study_arguments
 
 
 def margin(ll, answer):
@@ -28,13 +27,7 @@ def margin(ll, answer):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--samples", required=True)
-    ap.add_argument("--retention", type=float, required=True)
-    ap.add_argument("--alpha", type=float, default=0.6)
-    ap.add_argument("--docs", type=int, default=40)
-    args = ap.parse_args()
+    args = study_arguments(__doc__.split("\n")[0], docs=40).parse_args()
     records = read_samples(args.samples)[: args.docs]
     model, tok = load_model(args.model)
     cfg = model.config

@@ -21,11 +21,9 @@ stored). Token order: no reordering.
 
 Usage: scripts/read_granularity_study.py --model DIR --samples EVAL.jsonl --retention R [--docs N] [--chunk C]
 """
-import argparse
-import math
 import sys
 
-from selection_reference import load_model, read_samples, selected_logits, shared_prefix_ids
+from selection_reference import context_ids, load_model, read_samples, selected_logits, shared_prefix_ids, study_arguments
 
 PAGE = 4096
 
@@ -49,12 +47,7 @@ def part_bytes(tokens, chunk, token_bytes, paged):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--samples", required=True)
-    ap.add_argument("--retention", type=float, required=True)
-    ap.add_argument("--alpha", type=float, default=0.6)
-    ap.add_argument("--docs", type=int, default=20)
+    ap = study_arguments(__doc__.split("\n")[0], docs=20)
     ap.add_argument("--chunk", type=int, default=64)
     ap.add_argument("--elem-bytes", type=int, default=2, help="stored KV element size (fp16: 2)")
     args = ap.parse_args()
@@ -71,11 +64,7 @@ def main():
     full = 0
     trusted_layers = layers = 0
     for r in records:
-        ctx = r["context"].rstrip()
-        ids = tok(ctx, add_special_tokens=False).input_ids
-        m = 0
-        while m < min(len(prefix_ids), len(ids) - 1) and ids[m] == prefix_ids[m]:
-            m += 1
+        _, _, ids, m = context_ids(tok, prefix_ids, r)
         stored = m // args.chunk * args.chunk  # tokens in whole chunks
         n_chunks = stored // args.chunk
         every = set(range(stored))

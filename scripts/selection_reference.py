@@ -159,16 +159,35 @@ def shared_prefix_ids(tok, records):
     return tok(common[: common.rfind("\n\n") + 2], add_special_tokens=False).input_ids
 
 
-def choice_logliks(model, tok, prefix_ids, record, system, retention, alpha, probes=(0, 1, 2)):
-    """Each choice's log-likelihood after the record's context, tokenized as
-    lm-eval does, with the prefix tokens the context shares selected; and
-    every layer's trust decisions (one list per choice)."""
+def study_arguments(description, docs):
+    """The arguments every study over an eval samples file takes."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--samples", required=True)
+    ap.add_argument("--retention", type=float, required=True)
+    ap.add_argument("--alpha", type=float, default=0.6)
+    ap.add_argument("--docs", type=int, default=docs)
+    return ap
+
+
+def context_ids(tok, prefix_ids, record):
+    """The record's context tokenized as lm-eval does (trailing whitespace
+    moved to the continuations): (context, moved whitespace, ids, how many
+    leading ids it shares with the prefix, at least one left to run)."""
     ctx = record["context"].rstrip()
     moved = record["context"][len(ctx):]
     ids = tok(ctx, add_special_tokens=False).input_ids
     m = 0
     while m < min(len(prefix_ids), len(ids) - 1) and ids[m] == prefix_ids[m]:
         m += 1
+    return ctx, moved, ids, m
+
+
+def choice_logliks(model, tok, prefix_ids, record, system, retention, alpha, probes=(0, 1, 2)):
+    """Each choice's log-likelihood after the record's context, tokenized as
+    lm-eval does, with the prefix tokens the context shares selected; and
+    every layer's trust decisions (one list per choice)."""
+    ctx, moved, ids, m = context_ids(tok, prefix_ids, record)
     logliks, decisions = [], []
     for choice in record["choices"]:
         whole = tok(ctx + moved + " " + choice, add_special_tokens=False).input_ids  # lm-eval's target delimiter
