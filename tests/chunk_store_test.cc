@@ -245,6 +245,17 @@ TEST(ChunkStore, MalformedRecordIsRefused) {
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
     EXPECT_EQ(std::filesystem::file_size(dir.File("log")), log.size());
   }
+  {  // Two whole, well-formed records whose chunks share bytes: freeing one would punch the other.
+    TempDir dir;
+    { ASSERT_TRUE(ChunkStore::Open(dir.path(), Options(), nullptr).ok()); }
+    const std::string log = frame(good) + frame(R"({"meta":"m","chunks":[{"id":1,"layer":0,"off":4096,"crc":[0,0,0]}]})");
+    std::ofstream(dir.File("log"), std::ios::binary) << log;
+    auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find("log: two stored chunks overlap at byte 4096 of chunks.dat"), std::string::npos)
+        << s.status().message();
+    EXPECT_EQ(std::filesystem::file_size(dir.File("log")), log.size());
+  }
   TempDir dir;
   { ASSERT_TRUE(ChunkStore::Open(dir.path(), Options(), nullptr).ok()); }
   std::ofstream(dir.File("MANIFEST")) << R"({"format":1,"fingerprint":"f","geometry":{"chunk_tokens":16,"layers":3,)"

@@ -197,6 +197,17 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
     }
   });
   if (!malformed.ok()) return malformed;
+  {  // Commits append past the end, so no two stored chunks share bytes; if they
+     // did, freeing one would punch the other.
+    std::vector<uint64_t> offsets;
+    offsets.reserve(s->index_.size());
+    for (const auto& [key, loc] : s->index_) offsets.push_back(loc.offset);
+    std::sort(offsets.begin(), offsets.end());
+    for (size_t i = 1; i < offsets.size(); ++i)
+      if (offsets[i] - offsets[i - 1] < s->RecordBytes())
+        return Status::Error(log + ": two stored chunks overlap at byte " + std::to_string(offsets[i]) +
+                             " of chunks.dat: the store is damaged; nothing was changed");
+  }
   for (size_t q = pos + 1; q + 12 <= bytes.size(); ++q)
     if (RecordAt(bytes, q))
       return Status::Error(log + ": the record at byte " + std::to_string(pos) +
