@@ -317,7 +317,7 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
   const uint64_t log = disk_->LogBytes();
   if (opt.log_growth > 0 && log >= static_cast<uint64_t>(opt.log_min_bytes) &&
       log >= opt.log_growth * log_rewritten_at_) {
-    // Housekeeping, like freeing: on failure (a full disk) the old log stands
+    // Housekeeping, as at open: on failure (a full disk) the old log stands
     // whole and the next pass tries again.
     uint64_t before = 0, after = 0;
     if (disk_->RewriteLog(&before, &after).ok()) {

@@ -137,7 +137,8 @@ class PrefixStore {
   // Re-packs every node with enough history whose importance order changed
   // (durably: a crash keeps either copy). Safe while requests run. The
   // node's cached chunks make way for as many of the copy's, most important
-  // first, in the same tiers. Ends with FreeRetired.
+  // first, in the same tiers. Ends with FreeRetired, then rewrites the log if
+  // it has grown enough (opt.log_growth).
   Status Reorder(const ReorderOptions& opt, ReorderStats* stats);
   // Frees on disk the chunks of reordered copies that were replaced, dropped
   // by a split or never installed, once no lease names them (a copy a
