@@ -124,22 +124,25 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
     if (ec) return Status::Error(manifest + ": cannot create: " + ec.message());
   } else {
     std::ifstream in(manifest);
-    json have;
+    int format;
+    std::string fingerprint;
+    json geometry;
     try {
-      have = json::parse(in);
+      const json have = json::parse(in);
       if (!have.is_object()) throw std::invalid_argument("not a JSON object");
-      (void)have.value("format", 0), (void)have.value("fingerprint", "");  // of the right types
+      format = have.value("format", 0);
+      fingerprint = have.value("fingerprint", "");
+      geometry = have.value("geometry", json());
     } catch (const std::exception& e) {
       return Status::Error(manifest + ": corrupt manifest: " + e.what());
     }
-    if (have.value("format", 0) != kFormatVersion)
-      return Status::Error(manifest + ": store format " + std::to_string(have.value("format", 0)) + ", expected " +
+    if (format != kFormatVersion)
+      return Status::Error(manifest + ": store format " + std::to_string(format) + ", expected " +
                            std::to_string(kFormatVersion));
-    if (have.value("fingerprint", "") != opt.fingerprint)
-      return Status::Error(manifest + ": store was written for '" + have.value("fingerprint", "") +
-                           "', not '" + opt.fingerprint + "'");
-    if (have["geometry"] != want["geometry"])
-      return Status::Error(manifest + ": store geometry " + have["geometry"].dump() + " differs from " +
+    if (fingerprint != opt.fingerprint)
+      return Status::Error(manifest + ": store was written for '" + fingerprint + "', not '" + opt.fingerprint + "'");
+    if (geometry != want["geometry"])
+      return Status::Error(manifest + ": store geometry " + geometry.dump() + " differs from " +
                            want["geometry"].dump());
   }
   s->data_fd_ = ::open(data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -160,7 +163,6 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   // record after it means the log itself is damaged, and cutting it there
   // would lose committed records.
   ASSIGN_OR_RETURN(const std::string bytes, s->ReadLog());
-  uint64_t data_end = 0;
   // Extents of the last free record: a crash between it and its holes can
   // only have left that one's space allocated.
   std::vector<std::pair<uint64_t, uint64_t>> unpunched;
@@ -187,7 +189,6 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
         if (loc.offset % kAlign != 0 || loc.offset > (uint64_t{1} << 56))
           throw std::invalid_argument("chunk offset " + std::to_string(loc.offset) + " is not a 4 KiB boundary in range");
         s->index_[{GetInteger<uint64_t>(c.at("id")), layer}] = loc;
-        data_end = std::max<uint64_t>(data_end, loc.offset + s->RecordBytes());
       }
       std::string meta = rec.at("meta").get<std::string>();
       if (committed != nullptr) committed->push_back(std::move(meta));
@@ -197,17 +198,17 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
     }
   });
   if (!malformed.ok()) return malformed;
-  {  // Commits append past the end, so no two stored chunks share bytes; if they
-     // did, freeing one would punch the other.
-    std::vector<uint64_t> offsets;
-    offsets.reserve(s->index_.size());
-    for (const auto& [key, loc] : s->index_) offsets.push_back(loc.offset);
-    std::sort(offsets.begin(), offsets.end());
-    for (size_t i = 1; i < offsets.size(); ++i)
-      if (offsets[i] - offsets[i - 1] < s->RecordBytes())
-        return Status::Error(log + ": two stored chunks overlap at byte " + std::to_string(offsets[i]) +
-                             " of chunks.dat: the store is damaged; nothing was changed");
-  }
+  // Commits append past the end, so no two stored chunks share bytes; if they
+  // did, freeing one would punch the other.
+  std::vector<uint64_t> offsets;
+  offsets.reserve(s->index_.size());
+  for (const auto& [key, loc] : s->index_) offsets.push_back(loc.offset);
+  std::sort(offsets.begin(), offsets.end());
+  for (size_t i = 1; i < offsets.size(); ++i)
+    if (offsets[i] - offsets[i - 1] < s->RecordBytes())
+      return Status::Error(log + ": two stored chunks overlap at byte " + std::to_string(offsets[i]) +
+                           " of chunks.dat: the store is damaged; nothing was changed");
+  const uint64_t data_end = offsets.empty() ? 0 : offsets.back() + s->RecordBytes();
   for (size_t q = pos + 1; q + 12 <= bytes.size(); ++q)
     if (RecordAt(bytes, q))
       return Status::Error(log + ": the record at byte " + std::to_string(pos) +
@@ -258,6 +259,7 @@ Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::stri
   const size_t record = RecordBytes();
   std::vector<uint8_t> buf(record, 0);
   json chunks = json::array();
+  std::vector<std::pair<std::pair<uint64_t, int>, ChunkLocation>> added;
   uint64_t off = data_end_;
   for (const auto& w : writes) {
     IMPRESS_CHECK(!index_.count({w.chunk_id, w.layer}));
@@ -266,18 +268,14 @@ Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::stri
     std::memcpy(buf.data() + PartStride(0), w.values, kb);
     std::memcpy(buf.data() + 2 * PartStride(0), w.probe, pb);
     RETURN_IF_ERROR(WriteAll(data_fd_, buf.data(), record, off, data_path));
-    chunks.push_back({{"id", w.chunk_id}, {"layer", w.layer}, {"off", off},
-                      {"crc", {Crc32c(w.keys, kb), Crc32c(w.values, kb), Crc32c(w.probe, pb)}}});
+    const ChunkLocation loc{off, {Crc32c(w.keys, kb), Crc32c(w.values, kb), Crc32c(w.probe, pb)}};
+    chunks.push_back({{"id", w.chunk_id}, {"layer", w.layer}, {"off", off}, {"crc", loc.crc}});
+    added.push_back({{w.chunk_id, w.layer}, loc});
     off += record;
   }
   if (::fdatasync(data_fd_) != 0) return Status::Error(Errno(data_path + ": sync failed"));
   RETURN_IF_ERROR(AppendLog(json{{"meta", meta}, {"chunks", chunks}}.dump()));
-  for (const auto& c : chunks) {
-    ChunkLocation loc;
-    loc.offset = c["off"].get<uint64_t>();
-    for (int i = 0; i < 3; ++i) loc.crc[i] = c["crc"][i].get<uint32_t>();
-    index_[{c["id"].get<uint64_t>(), c["layer"].get<int>()}] = loc;
-  }
+  index_.insert(added.begin(), added.end());
   data_end_ = off;
   counters_.bytes_written += record * writes.size();
   return Status::OK();
@@ -369,11 +367,12 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
   bool partial = false;
   ForEachRecord(bytes, [&](size_t pos, size_t len, const json& rec) {
     Record r{pos, len, rec.contains("free"), true};
-    if (!r.free && rec.contains("chunks") && !rec["chunks"].empty()) {
+    const json* chunks = r.free ? nullptr : &rec.at("chunks");  // Open checked every record's fields
+    if (chunks != nullptr && !chunks->empty()) {
       size_t live = 0;
-      for (const auto& c : rec["chunks"]) live += index_.count({c["id"].get<uint64_t>(), c["layer"].get<int>()});
+      for (const auto& c : *chunks) live += index_.count({c.at("id").get<uint64_t>(), c.at("layer").get<int>()});
       r.keep = live > 0;
-      partial = partial || (live > 0 && live < rec["chunks"].size());
+      partial = partial || (live > 0 && live < chunks->size());
     }
     records.push_back(r);
   });
