@@ -212,14 +212,6 @@ TEST(ChunkStore, DamagedLogIsRefusedNotCut) {
 // is refused with one line naming the log and the record, and the log is left
 // as it was. So is a manifest whose geometry is out of range.
 TEST(ChunkStore, MalformedRecordIsRefused) {
-  auto frame = [](const std::string& payload) {
-    std::string rec(12, '\0');
-    const uint32_t magic = 0x4B564C47, len = static_cast<uint32_t>(payload.size()), crc = Crc32c(payload.data(), len);
-    std::memcpy(&rec[0], &magic, 4);
-    std::memcpy(&rec[4], &len, 4);
-    std::memcpy(&rec[8], &crc, 4);
-    return rec + payload;
-  };
   const std::string good = R"({"meta":"m","chunks":[{"id":0,"layer":0,"off":0,"crc":[0,0,0]}]})";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"meta":"m","chunks":[{"id":0,"layer":0,"crc":[0,0,0]}]})", "key 'off' not found"},
@@ -234,12 +226,12 @@ TEST(ChunkStore, MalformedRecordIsRefused) {
   for (const auto& [payload, why] : cases) {
     TempDir dir;
     { ASSERT_TRUE(ChunkStore::Open(dir.path(), Options(), nullptr).ok()); }
-    const std::string log = frame(good) + frame(payload);
+    const std::string log = LogRecord(good) + LogRecord(payload);
     std::ofstream(dir.File("log"), std::ios::binary) << log;
     auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
     ASSERT_FALSE(s.ok()) << payload;
     const std::string& m = s.status().message();
-    EXPECT_NE(m.find("log: the record at byte " + std::to_string(frame(good).size()) + " is malformed"),
+    EXPECT_NE(m.find("log: the record at byte " + std::to_string(LogRecord(good).size()) + " is malformed"),
               std::string::npos) << m;
     EXPECT_NE(m.find(why), std::string::npos) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
@@ -248,7 +240,7 @@ TEST(ChunkStore, MalformedRecordIsRefused) {
   {  // Two whole, well-formed records whose chunks share bytes: freeing one would punch the other.
     TempDir dir;
     { ASSERT_TRUE(ChunkStore::Open(dir.path(), Options(), nullptr).ok()); }
-    const std::string log = frame(good) + frame(R"({"meta":"m","chunks":[{"id":1,"layer":0,"off":4096,"crc":[0,0,0]}]})");
+    const std::string log = LogRecord(good) + LogRecord(R"({"meta":"m","chunks":[{"id":1,"layer":0,"off":4096,"crc":[0,0,0]}]})");
     std::ofstream(dir.File("log"), std::ios::binary) << log;
     auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
     ASSERT_FALSE(s.ok());

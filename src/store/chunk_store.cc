@@ -281,14 +281,18 @@ Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::stri
   return Status::OK();
 }
 
-Status ChunkStore::AppendLog(const std::string& payload) {
-  const std::string log_path = dir_ + "/log";
+std::string LogRecord(const std::string& payload) {
   std::string rec(12, '\0');
   const uint32_t magic = kRecordMagic, len = static_cast<uint32_t>(payload.size()), crc = Crc32c(payload.data(), len);
   std::memcpy(&rec[0], &magic, 4);
   std::memcpy(&rec[4], &len, 4);
   std::memcpy(&rec[8], &crc, 4);
-  rec += payload;
+  return rec + payload;
+}
+
+Status ChunkStore::AppendLog(const std::string& payload) {
+  const std::string log_path = dir_ + "/log";
+  const std::string rec = LogRecord(payload);
   struct stat st;
   ::fstat(log_fd_, &st);
   Status w = WriteAll(log_fd_, rec.data(), rec.size(), static_cast<uint64_t>(st.st_size), log_path);

@@ -89,6 +89,10 @@ struct StoreCounters {
   std::atomic<uint64_t> bytes_written{0};
 };
 
+// One log record as the log holds it: magic, payload length, CRC-32C of the
+// payload (4 bytes each, little-endian), then the payload.
+std::string LogRecord(const std::string& payload);
+
 class ChunkStore {
  public:
   // Opens or creates the store in `dir`. Errors: another fingerprint or

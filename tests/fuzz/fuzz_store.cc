@@ -11,7 +11,6 @@
 // must be a permutation of its node's tokens; and compacting it (freeing what
 // no node reaches, rewriting the log) must leave a store that reopens.
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -21,23 +20,12 @@
 #include "engine/store_log.h"
 #include "fuzz_input.h"
 #include "store/chunk_store.h"
-#include "store/crc32c.h"
 
 namespace {
 
-constexpr uint32_t kMagic = 0x4B564C47;
 const char kManifest[] =
     "{\"format\":1,\"fingerprint\":\"fuzz\",\"geometry\":{\"chunk_tokens\":2,\"layers\":2,\"kv_heads\":1,"
     "\"head_dim\":4,\"probe_kv_heads\":1,\"elem_bytes\":2}}\n";
-
-std::string Frame(const std::string& payload) {
-  std::string rec(12, '\0');
-  const uint32_t len = static_cast<uint32_t>(payload.size()), crc = impress::Crc32c(payload.data(), payload.size());
-  std::memcpy(&rec[0], &kMagic, 4);
-  std::memcpy(&rec[4], &len, 4);
-  std::memcpy(&rec[8], &crc, 4);
-  return rec + payload;
-}
 
 void CheckCopies(const impress::RadixTree& tree, int layers) {
   for (const impress::RadixTree::Node* n : tree.Nodes()) {
@@ -71,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     while (at <= rest.size()) {
       size_t nl = rest.find('\n', at);
       if (nl == std::string::npos) nl = rest.size();
-      log += Frame(rest.substr(at, nl - at));
+      log += impress::LogRecord(rest.substr(at, nl - at));
       at = nl + 1;
     }
   }
