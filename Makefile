@@ -57,7 +57,6 @@ test: fixtures
 # and exercise no threads of ours), as are the tests that drive the
 # executable (the sanitized build makes only the test binary).
 SAN_SKIP := ModelVsTransformers|Tokenizer|Regression|fewshot|reuse_accuracy|accuracy_regression|cli_errors|reproduce_smoke|sweep_cli|store_full|prefix_tokens|paired_test|selection_vs_reference
-FUZZ_TARGETS := fuzz_config fuzz_safetensors fuzz_task fuzz_tokenizer fuzz_store
 tsan: fixtures
 	cmake -S . -B $(BUILD)-tsan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$(PREFIX)" -DIMPRESS_SANITIZE=thread
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target impress_tests
@@ -67,7 +66,7 @@ tsan: fixtures
 
 asan: fixtures
 	cmake -S . -B $(BUILD)-asan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$(PREFIX)" -DIMPRESS_SANITIZE=address
-	cmake --build $(BUILD)-asan -j $(JOBS) --target impress_tests $(FUZZ_TARGETS)
+	cmake --build $(BUILD)-asan -j $(JOBS) --target impress_tests fuzz_replays
 	cd $(BUILD)-asan && IMPRESS_FIXTURES=$(abspath $(BUILD))/fixtures OMP_NUM_THREADS=1 \
 	  ASAN_OPTIONS="detect_leaks=0 halt_on_error=1" UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1" \
 	  ctest --output-on-failure -j $(JOBS) -E '$(SAN_SKIP)'

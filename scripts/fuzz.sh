@@ -5,13 +5,15 @@
 # to BUILD/crashes/<target>/; a crash fails the run. Copy a crash's input into
 # tests/fuzz/corpus/<target>/ once it is fixed: `make test` replays that
 # corpus with the normal build.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: config safetensors task tokenizer store)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: tests/fuzz/fuzz_TARGET.cc; default all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(config safetensors task tokenizer store)
+if [ ${#TARGETS[@]} -eq 0 ]; then
+  for f in tests/fuzz/fuzz_*.cc; do t=${f#tests/fuzz/fuzz_}; TARGETS+=("${t%.cc}"); done
+fi
 BUILD=${FUZZ_BUILD:-build-fuzz}
 CXX=${FUZZ_CXX:-clang++}
 command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (Debian: apt-get install clang libclang-rt-14-dev)"; exit 1; }
