@@ -113,7 +113,15 @@ Status PrefixStore::FreeRetired(FreeStats* stats) {
     for (uint64_t c : unfreed_) (IsPinned(c) ? later : now).push_back(c);
     unfreed_ = std::move(later);
   }
-  return disk_->Free(now, stats);
+  Status s = disk_->Free(now, stats);
+  if (!s.ok()) {
+    // Nothing was logged, so the chunks are still stored: the next call tries
+    // again. (Free having logged but failed to punch, the ids are no longer
+    // stored and the retry skips them; `store compact` reclaims the space.)
+    std::lock_guard<std::mutex> lock(mu_);
+    unfreed_.insert(unfreed_.end(), now.begin(), now.end());
+  }
+  return s;
 }
 
 PrefixLease PrefixStore::Acquire(const std::vector<int32_t>& prefix, int64_t max_tokens) {
@@ -311,18 +319,23 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
       stats->chunks_recached += gpu + cpu;
     }
   }
+  // Freeing and the log rewrite are housekeeping: the copies are installed
+  // and durable, so a failure (a full disk) leaves the space and the log as
+  // they were for the next pass, and the pass still succeeds.
   FreeStats freed;
-  RETURN_IF_ERROR(FreeRetired(&freed));
-  stats->bytes_freed += static_cast<int64_t>(freed.bytes);
+  if (FreeRetired(&freed).ok())
+    stats->bytes_freed += static_cast<int64_t>(freed.bytes);
+  else
+    stats->housekeeping_failures++;
   const uint64_t log = disk_->LogBytes();
   if (opt.log_growth > 0 && log >= static_cast<uint64_t>(opt.log_min_bytes) &&
       log >= opt.log_growth * log_rewritten_at_) {
-    // Housekeeping, as at open: on failure (a full disk) the old log stands
-    // whole and the next pass tries again.
     uint64_t before = 0, after = 0;
     if (disk_->RewriteLog(&before, &after).ok()) {
       log_rewritten_at_ = after;
       stats->log_bytes_dropped += static_cast<int64_t>(before - after);
+    } else {
+      stats->housekeeping_failures++;
     }
   }
   return Status::OK();

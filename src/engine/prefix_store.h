@@ -99,6 +99,7 @@ struct ReorderStats {
   int64_t bytes_read = 0, bytes_written = 0;
   int64_t bytes_freed = 0;      // disk space of replaced copies given back (FreeRetired)
   int64_t log_bytes_dropped = 0;  // by the log rewrite that ended the pass, if one did
+  int64_t housekeeping_failures = 0;  // frees and log rewrites that failed (the next pass retries)
 };
 
 // Memory the reordering metadata takes: the mapping lists of installed
@@ -138,11 +139,13 @@ class PrefixStore {
   // (durably: a crash keeps either copy). Safe while requests run. The
   // node's cached chunks make way for as many of the copy's, most important
   // first, in the same tiers. Ends with FreeRetired, then rewrites the log if
-  // it has grown enough (opt.log_growth).
+  // it has grown enough (opt.log_growth); a failure of either is counted in
+  // stats, not returned: the next pass retries it.
   Status Reorder(const ReorderOptions& opt, ReorderStats* stats);
   // Frees on disk the chunks of reordered copies that were replaced, dropped
   // by a split or never installed, once no lease names them (a copy a
-  // running request reads is freed by a later call).
+  // running request reads is freed by a later call, and so is every chunk
+  // of a call that fails).
   Status FreeRetired(FreeStats* stats);
   ReorderFootprint Footprint() const;
   // Stores the whole chunks of `tokens` that the tree does not hold yet,

@@ -78,6 +78,7 @@ void ReorderWorker::Loop() {
     stats_.bytes_written += pass.bytes_written;
     stats_.bytes_freed += pass.bytes_freed;
     stats_.log_bytes_dropped += pass.log_bytes_dropped;
+    stats_.housekeeping_failures += pass.housekeeping_failures;
     if (status_.ok()) status_ = s;
     cv_.notify_all();
   }

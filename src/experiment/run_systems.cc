@@ -98,6 +98,7 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
     j["reorder"] = {{"every_requests", reorder_every}, {"passes", reorder_passes},
                     {"nodes_reordered", reordered.nodes_reordered}, {"chunks_written", reordered.chunks_written},
                     {"bytes_freed", reordered.bytes_freed}, {"log_bytes_dropped", reordered.log_bytes_dropped},
+                    {"housekeeping_failures", reordered.housekeeping_failures},
                     {"mapping_bytes", f.mapping_bytes}, {"score_bytes", f.score_bytes},
                     {"history_bytes", f.history_bytes}, {"chunk_bytes", f.chunk_bytes}};
   }
@@ -277,6 +278,9 @@ void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
                  f["chunks_written"].get<long long>(), f.value("bytes_freed", 0.0) / 1e6,
                  f.value("log_bytes_dropped", 0.0) / 1e6, 100.0 * f["mapping_bytes"].get<double>() / cb,
                  100.0 * f["score_bytes"].get<double>() / cb, 100.0 * f["history_bytes"].get<double>() / cb);
+    if (f.value("housekeeping_failures", 0) > 0)
+      std::fprintf(out, "%s reordering: %lld frees or log rewrites failed (a full disk?); later passes retried them\n",
+                   r["system"].get<std::string>().c_str(), f["housekeeping_failures"].get<long long>());
   }
   // Fig. 19: per layer, the share of the prefix's chunks whose K/V were loaded and of IMPRESS probe tests that fell back.
   for (const auto& r : result["runs"]) {
