@@ -262,11 +262,18 @@ TEST(ChunkStore, MalformedRecordIsRefused) {
       << s.status().message();
 }
 
-// A child commits 4 chunks at a time in a loop (with free_behind, then frees
-// the commit before last) and reports each first id whose commit returned;
-// this kills it at a random moment after its first report and returns the
-// last id reported, or -1 if the child never reported.
-int64_t CommitUntilKilled(const std::string& dir, bool free_behind, std::mt19937& rng) {
+// What the child does after each commit.
+enum class Churn {
+  kNone,
+  kFree,            // frees the commit before last
+  kFreeAndRewrite,  // that, then rewrites the log
+};
+
+// A child commits 4 chunks at a time in a loop (and churns after each) and
+// reports each first id whose commit and churn returned; this kills it at a
+// random moment after its first report and returns the last id reported, or
+// -1 if the child never reported.
+int64_t CommitUntilKilled(const std::string& dir, Churn churn, std::mt19937& rng) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
   pid_t pid = fork();
@@ -277,8 +284,9 @@ int64_t CommitUntilKilled(const std::string& dir, bool free_behind, std::mt19937
     if (!s.ok()) _exit(2);
     for (uint64_t first = 0;; first += 4) {
       if (!CommitChunks(**s, first, 4).ok()) _exit(3);
-      if (free_behind && first >= 8 && !(*s)->Free({first - 8, first - 7, first - 6, first - 5}, nullptr).ok())
+      if (churn != Churn::kNone && first >= 8 && !(*s)->Free({first - 8, first - 7, first - 6, first - 5}, nullptr).ok())
         _exit(5);
+      if (churn == Churn::kFreeAndRewrite && !(*s)->RewriteLog(nullptr, nullptr).ok()) _exit(6);
       if (write(fds[1], &first, sizeof(first)) != sizeof(first)) _exit(4);
     }
   }
@@ -305,7 +313,7 @@ TEST(ChunkStore, SurvivesSigkillMidWrite) {
   std::mt19937 rng(20251);
   for (int round = 0; round < 8; ++round) {
     TempDir dir;
-    const int64_t reported = CommitUntilKilled(dir.path(), /*free_behind=*/false, rng);
+    const int64_t reported = CommitUntilKilled(dir.path(), Churn::kNone, rng);
     ASSERT_GE(reported, 0) << "the child never committed";
     std::vector<std::string> metas;
     auto s = ChunkStore::Open(dir.path(), Options(), &metas);
@@ -412,7 +420,7 @@ TEST(ChunkStore, FreeSurvivesSigkill) {
   std::mt19937 rng(7);
   for (int round = 0; round < 8; ++round) {
     TempDir dir;
-    ASSERT_GE(CommitUntilKilled(dir.path(), /*free_behind=*/true, rng), 0) << "the child never committed";
+    ASSERT_GE(CommitUntilKilled(dir.path(), Churn::kFree, rng), 0) << "the child never committed";
     std::vector<std::string> metas;
     auto s = ChunkStore::Open(dir.path(), Options(), &metas);
     ASSERT_TRUE(s.ok()) << s.status().message();
@@ -427,6 +435,42 @@ TEST(ChunkStore, FreeSurvivesSigkill) {
     EXPECT_LE(ids.size(), 12u);
     EXPECT_GE(ids.size(), std::min<uint64_t>(n * 4, 8));
     for (uint64_t id : ids) ExpectChunk(**s, id, 1);
+  }
+}
+
+// As FreeSurvivesSigkill, with the log rewritten after every free: a kill
+// before the rename keeps the old log (and leaves log.tmp behind), after it
+// the new one; either way the reopened store indexes exactly the live
+// commits, every reported one among them, and can rewrite its log again.
+TEST(ChunkStore, RewriteLogSurvivesSigkill) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 8; ++round) {
+    TempDir dir;
+    const int64_t reported = CommitUntilKilled(dir.path(), Churn::kFreeAndRewrite, rng);
+    ASSERT_GE(reported, 0) << "the child never committed";
+    std::vector<std::string> metas;
+    auto s = ChunkStore::Open(dir.path(), Options(), &metas);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    uint64_t checked = 0;
+    Status v = (*s)->Verify(&checked);
+    EXPECT_TRUE(v.ok()) << v.message();
+    std::vector<uint64_t> ids = (*s)->ChunkIds();
+    ASSERT_FALSE(ids.empty());
+    const uint64_t last = ids.back() + 1;  // the end of the newest commit that landed
+    EXPECT_EQ(last % 4, 0u);
+    EXPECT_GE(static_cast<int64_t>(last), reported + 4) << "a reported commit was lost";
+    // The live commits are the last two, and a third whose free had not landed.
+    EXPECT_LE(ids.size(), 12u);
+    EXPECT_GE(ids.size(), std::min<uint64_t>(last, 8));
+    EXPECT_GE(ids.front() + 12, last);
+    // The log holds those commits and what came after the last rewrite: never the freed ones.
+    EXPECT_LE(metas.size(), 3u);
+    EXPECT_EQ(metas.back(), "record " + std::to_string(last - 4));
+    for (uint64_t id : ids) ExpectChunk(**s, id, 2);
+    ASSERT_TRUE(CommitChunks(**s, last, 4).ok());
+    Status r = (*s)->RewriteLog(nullptr, nullptr);
+    EXPECT_TRUE(r.ok()) << r.message();
+    ExpectChunk(**s, last + 1, 0);
   }
 }
 

@@ -383,13 +383,16 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
   std::string kept;
   for (const Record& r : records)
     if (r.free ? partial : r.keep) kept.append(bytes, r.pos, r.len);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // The new file's descriptor becomes the log's: once the rename is done
+  // there is no second open that could fail and leave appends going to the
+  // replaced file.
+  const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::Error(Errno(tmp + ": cannot create"));
   Status w = WriteAll(fd, kept.data(), kept.size(), 0, tmp);
   if (w.ok() && ::fdatasync(fd) != 0) w = Status::Error(Errno(tmp + ": sync failed"));
-  ::close(fd);
   if (w.ok() && ::rename(tmp.c_str(), log.c_str()) != 0) w = Status::Error(Errno(log + ": cannot replace"));
   if (!w.ok()) {
+    ::close(fd);
     ::unlink(tmp.c_str());
     return w;  // the old log is untouched
   }
@@ -398,10 +401,8 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
     ::fsync(dir_fd);  // the rename itself
     ::close(dir_fd);
   }
-  const int new_fd = ::open(log.c_str(), O_RDWR | O_CLOEXEC);
-  if (new_fd < 0) return Status::Error(Errno(log + ": cannot reopen"));
   ::close(log_fd_);
-  log_fd_ = new_fd;
+  log_fd_ = fd;
   if (bytes_before) *bytes_before = bytes.size();
   if (bytes_after) *bytes_after = kept.size();
   return Status::OK();
