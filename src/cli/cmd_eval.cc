@@ -9,6 +9,7 @@
 #include "experiment/sweep.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "select/probe_heads.h"
 
 namespace impress {
 namespace {
@@ -88,7 +89,7 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   AddSweepOptions(cmd, &o->axes, false);
   cmd->add_option("--probe-layout", c->probe_layout,
                   "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head)")
-      ->check(CLI::IsMember({"first", "spread"}));
+      ->check(CLI::IsMember(ProbeLayoutNames()));
   cmd->add_option("--chunk", c->chunk, "tokens per chunk the chunk ITF unit selects (the prefix cut as a store cuts it)")
       ->check(PositiveNumber());
   cmd->add_option("--seed", c->seed, "seed of the few-shot sample");

@@ -18,6 +18,8 @@
 #include "experiment/figures.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "select/probe_heads.h"
+#include "select/selector.h"
 
 namespace impress {
 namespace {
@@ -251,11 +253,11 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--chunk", s->chunks, "fig23's chunk sizes")->delimiter(',')->check(PositiveNumber());
   cmd->add_option("--pool", s->pools, "fig24's pool sizes (prefixes)")->delimiter(',')->check(PositiveNumber());
   cmd->add_option("--itf-unit", s->itf_unit, "IMPRESS agreed set in every IMPRESS run and eval: token (the paper) or chunk")
-      ->check(CLI::IsMember({"token", "chunk"}));
+      ->check(CLI::IsMember(ItfUnitNames()));
   cmd->add_option("--probe-layout", s->probe_layout,
                   "IMPRESS probe heads in every run and eval: first (the paper) or spread (one per KV head; "
                   "stores in their own folders)")
-      ->check(CLI::IsMember({"first", "spread"}));
+      ->check(CLI::IsMember(ProbeLayoutNames()));
   cmd->add_option("--eval-chunk", s->eval_chunk, "tokens per chunk the chunk unit cuts the accuracy evals' prefixes into")
       ->check(PositiveNumber());
   cmd->add_option("--seed", s->seed, "seed of prefixes, streams and few-shot samples");

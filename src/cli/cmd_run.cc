@@ -10,6 +10,8 @@
 #include "experiment/sweep.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "select/probe_heads.h"
+#include "select/selector.h"
 
 namespace impress {
 namespace {
@@ -71,7 +73,7 @@ void AddSweepOptions(CLI::App* cmd, SweepAxes* axes, bool run_axes) {
   cmd->add_option("--itf-unit", axes->itf_unit,
                   "IMPRESS agreed set: token (k tokens, the paper) or chunk (whole chunks ranked by the probe heads, "
                   "as many as hold k tokens); a list sweeps")
-      ->delimiter(',')->check(CLI::IsMember({"token", "chunk"}));
+      ->delimiter(',')->check(CLI::IsMember(ItfUnitNames()));
   cmd->add_option("--retention", axes->retention, "share of prefix tokens kept (h2o, impress); a list sweeps")
       ->delimiter(',')->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--alpha", axes->alpha, "IMPRESS threshold exponent: t = ((k/n)/(2-k/n))^alpha; a list sweeps")
@@ -99,7 +101,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--probe-layout", c->probe_layout,
                   "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head; the store "
                   "copies those KV heads' keys, so it needs its own --store)")
-      ->check(CLI::IsMember({"first", "spread"}));
+      ->check(CLI::IsMember(ProbeLayoutNames()));
   cmd->add_option("--policy", c->policy, "cache policy for every system (default: each system's own)")
       ->check(CLI::IsMember({"lru", "lfu", "score"}));
   cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));

@@ -4,9 +4,15 @@
 
 namespace impress {
 
+const std::vector<std::string>& ProbeLayoutNames() {
+  static const std::vector<std::string> names = {"first", "spread"};
+  return names;
+}
+
 StatusOr<ProbeLayout> ParseProbeLayout(const std::string& name) {
-  if (name == "first") return ProbeLayout::kFirst;
-  if (name == "spread") return ProbeLayout::kSpread;
+  const auto& names = ProbeLayoutNames();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (name == names[i]) return static_cast<ProbeLayout>(i);
   return Status::Error("--probe-layout: unknown layout '" + name + "' (first, spread)");
 }
 

@@ -20,7 +20,8 @@ namespace impress {
 // 1, g + 1, ... when there are fewer KV heads than probes. On a multi-head
 // model (g = 1) both are 0, 1, 2.
 enum class ProbeLayout { kFirst, kSpread };
-StatusOr<ProbeLayout> ParseProbeLayout(const std::string& name);  // "first" or "spread"
+const std::vector<std::string>& ProbeLayoutNames();  // "first", "spread": indexed by ProbeLayout
+StatusOr<ProbeLayout> ParseProbeLayout(const std::string& name);
 
 // The probe query heads, in probe order: min(probes, num_heads) of them.
 // REQUIRES: num_heads a positive multiple of num_kv_heads.

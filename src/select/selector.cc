@@ -126,9 +126,15 @@ PrefixKv SelectedContextKv::Prefix(const LayerQkv& qkv) {
   return out;
 }
 
+const std::vector<std::string>& ItfUnitNames() {
+  static const std::vector<std::string> names = {"token", "chunk"};
+  return names;
+}
+
 StatusOr<ItfUnit> ParseItfUnit(const std::string& name) {
-  if (name == "token") return ItfUnit::kToken;
-  if (name == "chunk") return ItfUnit::kChunk;
+  const auto& names = ItfUnitNames();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (name == names[i]) return static_cast<ItfUnit>(i);
   return Status::Error("--itf-unit: unknown unit '" + name + "' (token, chunk)");
 }
 

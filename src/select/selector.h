@@ -22,7 +22,8 @@ enum class SelectorKind { kFull, kH2O, kItf };
 // summed importance, as many as hold k tokens (this project's variant: it
 // attends to every token of each chunk it reads, so bytes read track k).
 enum class ItfUnit { kToken, kChunk };
-StatusOr<ItfUnit> ParseItfUnit(const std::string& name);  // "token" or "chunk"
+const std::vector<std::string>& ItfUnitNames();  // "token", "chunk": indexed by ItfUnit
+StatusOr<ItfUnit> ParseItfUnit(const std::string& name);
 
 struct SelectorOptions {
   SelectorKind kind = SelectorKind::kFull;
