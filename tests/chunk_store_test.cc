@@ -307,27 +307,44 @@ int64_t CommitUntilKilled(const std::string& dir, Churn churn, std::mt19937& rng
   return reported;
 }
 
+// CommitUntilKilled, then reopens the store and verifies every indexed part;
+// null (with a failure recorded) if the child never committed or the store
+// does not open.
+std::unique_ptr<ChunkStore> KillAndReopen(const std::string& dir, Churn churn, std::mt19937& rng,
+                                          int64_t* reported, std::vector<std::string>* metas) {
+  *reported = CommitUntilKilled(dir, churn, rng);
+  if (*reported < 0) {
+    ADD_FAILURE() << "the child never committed";
+    return nullptr;
+  }
+  auto s = ChunkStore::Open(dir, Options(), metas);
+  if (!s.ok()) {
+    ADD_FAILURE() << s.status().message();
+    return nullptr;
+  }
+  uint64_t checked = 0;
+  Status v = (*s)->Verify(&checked);
+  EXPECT_TRUE(v.ok()) << v.message();
+  return std::move(*s);
+}
+
 // The parent kills a committing child, reopens, and checks that every
 // reported record is whole, nothing torn is visible, and the store keeps working.
 TEST(ChunkStore, SurvivesSigkillMidWrite) {
   std::mt19937 rng(20251);
   for (int round = 0; round < 8; ++round) {
     TempDir dir;
-    const int64_t reported = CommitUntilKilled(dir.path(), Churn::kNone, rng);
-    ASSERT_GE(reported, 0) << "the child never committed";
+    int64_t reported;
     std::vector<std::string> metas;
-    auto s = ChunkStore::Open(dir.path(), Options(), &metas);
-    ASSERT_TRUE(s.ok()) << s.status().message();
+    auto s = KillAndReopen(dir.path(), Churn::kNone, rng, &reported, &metas);
+    ASSERT_NE(s, nullptr);
     const int64_t committed = static_cast<int64_t>(metas.size());
     EXPECT_GE(committed * 4 - 4, reported) << "a reported commit was lost";
-    EXPECT_EQ((*s)->chunk_count(), static_cast<size_t>(committed * 4 * 3));
-    uint64_t checked = 0;
-    Status v = (*s)->Verify(&checked);
-    EXPECT_TRUE(v.ok()) << v.message();
-    for (uint64_t id = 0; id < static_cast<uint64_t>(committed * 4); id += 3) ExpectChunk(**s, id, 1);
-    EXPECT_FALSE((*s)->Has(committed * 4, 0));
-    ASSERT_TRUE(CommitChunks(**s, committed * 4, 4).ok());  // still writable after recovery
-    ExpectChunk(**s, committed * 4 + 3, 2);
+    EXPECT_EQ(s->chunk_count(), static_cast<size_t>(committed * 4 * 3));
+    for (uint64_t id = 0; id < static_cast<uint64_t>(committed * 4); id += 3) ExpectChunk(*s, id, 1);
+    EXPECT_FALSE(s->Has(committed * 4, 0));
+    ASSERT_TRUE(CommitChunks(*s, committed * 4, 4).ok());  // still writable after recovery
+    ExpectChunk(*s, committed * 4 + 3, 2);
   }
 }
 
@@ -420,21 +437,18 @@ TEST(ChunkStore, FreeSurvivesSigkill) {
   std::mt19937 rng(7);
   for (int round = 0; round < 8; ++round) {
     TempDir dir;
-    ASSERT_GE(CommitUntilKilled(dir.path(), Churn::kFree, rng), 0) << "the child never committed";
+    int64_t reported;
     std::vector<std::string> metas;
-    auto s = ChunkStore::Open(dir.path(), Options(), &metas);
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    uint64_t checked = 0;
-    Status v = (*s)->Verify(&checked);
-    EXPECT_TRUE(v.ok()) << v.message();
+    auto s = KillAndReopen(dir.path(), Churn::kFree, rng, &reported, &metas);
+    ASSERT_NE(s, nullptr);
     // Commits 0..n-1 landed; the frees of all but the last one or two did.
     const uint64_t n = metas.size();
-    std::vector<uint64_t> ids = (*s)->ChunkIds();
+    std::vector<uint64_t> ids = s->ChunkIds();
     ASSERT_FALSE(ids.empty());
     EXPECT_EQ(ids.back(), n * 4 - 1);
     EXPECT_LE(ids.size(), 12u);
     EXPECT_GE(ids.size(), std::min<uint64_t>(n * 4, 8));
-    for (uint64_t id : ids) ExpectChunk(**s, id, 1);
+    for (uint64_t id : ids) ExpectChunk(*s, id, 1);
   }
 }
 
@@ -446,15 +460,11 @@ TEST(ChunkStore, RewriteLogSurvivesSigkill) {
   std::mt19937 rng(11);
   for (int round = 0; round < 8; ++round) {
     TempDir dir;
-    const int64_t reported = CommitUntilKilled(dir.path(), Churn::kFreeAndRewrite, rng);
-    ASSERT_GE(reported, 0) << "the child never committed";
+    int64_t reported;
     std::vector<std::string> metas;
-    auto s = ChunkStore::Open(dir.path(), Options(), &metas);
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    uint64_t checked = 0;
-    Status v = (*s)->Verify(&checked);
-    EXPECT_TRUE(v.ok()) << v.message();
-    std::vector<uint64_t> ids = (*s)->ChunkIds();
+    auto s = KillAndReopen(dir.path(), Churn::kFreeAndRewrite, rng, &reported, &metas);
+    ASSERT_NE(s, nullptr);
+    std::vector<uint64_t> ids = s->ChunkIds();
     ASSERT_FALSE(ids.empty());
     const uint64_t last = ids.back() + 1;  // the end of the newest commit that landed
     EXPECT_EQ(last % 4, 0u);
@@ -466,11 +476,11 @@ TEST(ChunkStore, RewriteLogSurvivesSigkill) {
     // The log holds those commits and what came after the last rewrite: never the freed ones.
     EXPECT_LE(metas.size(), 3u);
     EXPECT_EQ(metas.back(), "record " + std::to_string(last - 4));
-    for (uint64_t id : ids) ExpectChunk(**s, id, 2);
-    ASSERT_TRUE(CommitChunks(**s, last, 4).ok());
-    Status r = (*s)->RewriteLog(nullptr, nullptr);
+    for (uint64_t id : ids) ExpectChunk(*s, id, 2);
+    ASSERT_TRUE(CommitChunks(*s, last, 4).ok());
+    Status r = s->RewriteLog(nullptr, nullptr);
     EXPECT_TRUE(r.ok()) << r.message();
-    ExpectChunk(**s, last + 1, 0);
+    ExpectChunk(*s, last + 1, 0);
   }
 }
 
