@@ -18,7 +18,7 @@ help:
 	@echo "make test    build, prepare test fixtures, run every test"
 	@echo "make tsan    the tests under ThreadSanitizer (make asan: AddressSanitizer + UBSan)"
 	@echo "make fuzz    fuzz the file parsers with libFuzzer, FUZZ_SECONDS each (needs clang)"
-	@echo "make bench   prefill vs transformers; store read bandwidth vs fio"
+	@echo "make bench   prefill vs transformers; store read bandwidth vs fio; selection cost per layer"
 	@echo "make demo    run the main job on the default model"
 	@echo "make reproduce  every paper figure on $(MODEL) at the reduced scale (docs/reproduce.md), then make figures"
 	@echo "make figures    draw results/figures/*.png from their JSON"
@@ -74,6 +74,7 @@ asan: fixtures
 bench: build
 	bash scripts/bench_prefill.sh $(MODEL) $(BUILD)
 	bash scripts/bench_store.sh $(BUILD)
+	OMP_NUM_THREADS=1 $(BUILD)/impress_select_bench
 
 demo: build model data
 	$(BUILD)/impress info --model $(MODEL)
