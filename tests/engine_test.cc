@@ -131,7 +131,7 @@ TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
   EXPECT_EQ(fallbacks, layers);
   // The chunk unit, always trusted (a huge alpha puts t near 0): every layer
   // reads the probe keys of all 10 chunks and keys and values of exactly
-  // ceil(k / C) = 2 chunks (k = 26 of 160 tokens), and attends to 32 tokens.
+  // ceil(k / C) = 2 chunks (k = 26 of 160 tokens), and attends to k tokens.
   System chunked = Named("impress-itf", 0.16);
   chunked.select.alpha = 1000;
   chunked.select.unit = ItfUnit::kChunk;
@@ -139,7 +139,7 @@ TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
   at::Tensor by_chunk = run(chunked, &c_t);
   for (int l = 0; l < layers; ++l) {
     ASSERT_EQ(c_t.selection.fallbacks[l], 0) << "layer " << l;
-    EXPECT_EQ(c_t.selection.kept[l], 32) << "layer " << l;
+    EXPECT_EQ(c_t.selection.kept[l], 26) << "layer " << l;
     EXPECT_EQ(c_t.layer_kv_chunks[l], 2) << "layer " << l;
   }
   EXPECT_EQ(c_t.load.bytes[2], layers * static_cast<int64_t>(10 * geometry.ProbeBytes() + 2 * 2 * geometry.KeyBytes()));

@@ -55,26 +55,34 @@ TEST(Select, AgreedSetRanksByVotesThenScore) {
   EXPECT_TRUE(AgreedSet(tie_sets, at::cat({tie, tie}), 2).equal(Idx({0, 1})));
 }
 
-TEST(Select, AgreedChunkTokensTakesTheBestWholeChunks) {
+TEST(Select, AgreedChunkTokensTakesTheBestChunksUpToK) {
   // Two probe heads over 10 tokens in chunks {0-3}, {4-7}, {8-9}; summed
-  // importance per chunk: 1.0, 3.0, 2.0.
+  // importance per token: 0.2 0.2 0.2 0.2 | 1.0 1.0 0.5 0.5 | 1.0 1.0, per
+  // chunk: 0.8, 3.0, 2.0.
   at::Tensor imp = at::tensor({0.1, 0.1, 0.1, 0.1, 0.5, 0.5, 0.0, 0.0, 0.5, 0.5,
                                0.1, 0.1, 0.1, 0.1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5},
                               at::kFloat).view({2, 10});
   at::Tensor chunk_of = at::arange(10, at::kLong).div(4, "floor");
-  // k = 3: the best chunk holds 4 >= 3 tokens, all of them kept.
-  EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, 3, 3).equal(Idx({4, 5, 6, 7})));
-  // k = 5: the best chunk, then the short last one (2.0 > 1.0).
-  EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, 3, 5).equal(Idx({4, 5, 6, 7, 8, 9})));
-  // k = 7: 6 tokens are not enough, so the third chunk too.
-  EXPECT_EQ(AgreedChunkTokens(imp, chunk_of, 3, 7).numel(), 10);
+  // k = 4: the best chunk, whole.
+  EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, 3, 4).equal(Idx({4, 5, 6, 7})));
+  // k = 3: the best chunk would overflow; its best 3 tokens (6 and 7 tie: the lower).
+  EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, 3, 3).equal(Idx({4, 5, 6})));
+  // k = 6: the best chunk, then the short last one (2.0 > 0.8), whole.
+  EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, 3, 6).equal(Idx({4, 5, 6, 7, 8, 9})));
+  // k = 5: the best chunk, then one token of the next in rank (8 and 9 tie: the lower),
+  // not the weaker first chunk even though it has room to spare.
+  EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, 3, 5).equal(Idx({4, 5, 6, 7, 8})));
+  // k = 7: the third chunk gives one token.
+  EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, 3, 7).equal(Idx({0, 4, 5, 6, 7, 8, 9})));
+  for (int64_t k = 1; k <= 10; ++k) EXPECT_EQ(AgreedChunkTokens(imp, chunk_of, 3, k).numel(), k) << k;
   // Equal chunk sums: the lower chunk wins.
   at::Tensor flat = at::ones({1, 8});
   EXPECT_TRUE(AgreedChunkTokens(flat, at::arange(8, at::kLong).div(4, "floor"), 2, 4).equal(Idx({0, 1, 2, 3})));
   // Reordered storage: a chunk holds scattered positions; they come back ascending.
   at::Tensor scattered = Idx({1, 0, 1, 0, 1, 0, 1, 0});  // chunk 1 = even positions
-  at::Tensor even_heavy = at::tensor({1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0}, at::kFloat).view({1, 8});
-  EXPECT_TRUE(AgreedChunkTokens(even_heavy, scattered, 2, 2).equal(Idx({0, 2, 4, 6})));
+  at::Tensor even_heavy = at::tensor({1.0, 0.0, 2.0, 0.0, 1.0, 0.0, 3.0, 0.0}, at::kFloat).view({1, 8});
+  EXPECT_TRUE(AgreedChunkTokens(even_heavy, scattered, 2, 4).equal(Idx({0, 2, 4, 6})));
+  EXPECT_TRUE(AgreedChunkTokens(even_heavy, scattered, 2, 2).equal(Idx({2, 6})));
 }
 
 TEST(Select, FallbackWhenProbeHeadsDisagree) {
@@ -209,9 +217,9 @@ TEST(Select, RetentionOneEqualsFullReuse) {
   EXPECT_EQ(never, h2o);
   EXPECT_DOUBLE_EQ(never_sel.FallbackShare(), 1.0);
   // The chunk unit, probe heads always trusted (a huge alpha puts t near 0;
-  // this random model's heads rarely pass at 0.6), keeps whole 8-token
-  // chunks on every layer: at least k, under k + 8 tokens, and a different
-  // answer than the token unit.
+  // this random model's heads rarely pass at 0.6), keeps exactly k tokens
+  // packed into 8-token chunks on every layer, and gives a different answer
+  // than the token unit.
   auto [trusted, trusted_sel] = score({SelectorKind::kItf, 0.25, 1000, 3});
   EXPECT_DOUBLE_EQ(trusted_sel.FallbackShare(), 0.0);
   SelectorOptions chunked{SelectorKind::kItf, 0.25, 1000, 3, ItfUnit::kChunk, 8};
@@ -221,14 +229,12 @@ TEST(Select, RetentionOneEqualsFullReuse) {
   for (size_t l = 0; l < chunk_sel.kept.size(); ++l) {
     const int64_t total = chunk_sel.total[l], kept = chunk_sel.kept[l];
     const int64_t k = RetainedTokens(0.25, total);
-    EXPECT_GE(kept, k) << "layer " << l;
-    EXPECT_LT(kept, k + 8) << "layer " << l;
+    EXPECT_EQ(kept, k) << "layer " << l;
   }
-  // Chunks as long as the prefix: the one chunk holds everything, so this is
-  // full reuse exactly.
-  chunked.chunk_tokens = 4096;
+  // At retention 1.0 the chunk unit is full reuse exactly too.
+  chunked.retention = 1.0;
   auto [whole, whole_sel] = score(chunked);
-  EXPECT_DOUBLE_EQ(whole_sel.FallbackShare(), 0.0);
+  EXPECT_DOUBLE_EQ(whole_sel.KeptShare(), 1.0);
   EXPECT_EQ(whole, full);
 }
 

@@ -71,8 +71,8 @@ int RunRun(RunOptions o) {
 
 void AddSweepOptions(CLI::App* cmd, SweepAxes* axes, bool run_axes) {
   cmd->add_option("--itf-unit", axes->itf_unit,
-                  "IMPRESS agreed set: token (k tokens, the paper) or chunk (whole chunks ranked by the probe heads, "
-                  "as many as hold k tokens); a list sweeps")
+                  "IMPRESS agreed set: token (the k tokens the probe heads agree on, the paper) or chunk (k tokens "
+                  "packed into the chunks the probe heads rank best); a list sweeps")
       ->delimiter(',')->check(CLI::IsMember(ItfUnitNames()));
   cmd->add_option("--retention", axes->retention, "share of prefix tokens kept (h2o, impress); a list sweeps")
       ->delimiter(',')->check(CLI::Range(0.0, 1.0));

@@ -94,8 +94,8 @@ class ReuseKv final : public KvProvider {
 // reads every chunk's keys, picks each head's top-k and reads the values of
 // the chunks holding a chosen token; IMPRESS reads the probe keys only, and
 // when the probe heads agree reads keys and values of the chunks holding the
-// agreed tokens (with ItfUnit::kChunk: the best chunks, in stored order, all
-// of whose tokens are kept), else takes the H2O path. Works in token order:
+// agreed tokens (with ItfUnit::kChunk: the best chunks in stored order, and
+// the best tokens of one more to make k), else takes the H2O path. Works in token order:
 // what is read in the lease's stored order is put back in token order first,
 // and chosen tokens are found in the stored order through the lease's slots.
 class StoreSelector {

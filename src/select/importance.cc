@@ -2,7 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "common/status.h"
 
@@ -67,20 +69,28 @@ at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64
 }
 
 at::Tensor AgreedChunkTokens(const at::Tensor& importance, const at::Tensor& chunk_of, int64_t n_chunks, int64_t k) {
-  IMPRESS_CHECK(chunk_of.numel() == importance.size(1) && n_chunks >= 1);
-  at::Tensor total = importance.to(at::kDouble).sum(0).cpu();
-  at::Tensor score = at::zeros({n_chunks}, at::kDouble).index_add_(0, chunk_of, total);
-  at::Tensor size = at::zeros({n_chunks}, at::kLong).index_add_(0, chunk_of, at::ones_like(chunk_of));
+  IMPRESS_CHECK(chunk_of.numel() == importance.size(1) && n_chunks >= 1 && k >= 1 && k <= chunk_of.numel());
+  at::Tensor total = importance.to(at::kDouble).sum(0).cpu().contiguous();
+  at::Tensor chunks = chunk_of.cpu().contiguous();
+  at::Tensor score = at::zeros({n_chunks}, at::kDouble).index_add_(0, chunks, total);
   at::Tensor order = std::get<1>(score.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
-  at::Tensor taken = at::zeros({n_chunks}, at::kBool);
+  const double* tot = total.data_ptr<double>();
+  const int64_t* of = chunks.data_ptr<int64_t>();
+  const int64_t p = chunks.numel();
+  std::vector<std::vector<int64_t>> members(n_chunks);  // each chunk's positions, ascending
+  for (int64_t i = 0; i < p; ++i) members[of[i]].push_back(i);
+  std::vector<int64_t> kept;
+  kept.reserve(k);
   auto ord = order.accessor<int64_t, 1>();
-  auto sz = size.accessor<int64_t, 1>();
-  auto tk = taken.accessor<bool, 1>();
-  for (int64_t i = 0, held = 0; i < n_chunks && held < k; ++i) {
-    tk[ord[i]] = true;
-    held += sz[ord[i]];
+  for (int64_t i = 0; i < n_chunks && static_cast<int64_t>(kept.size()) < k; ++i) {
+    std::vector<int64_t>& m = members[ord[i]];
+    const size_t room = static_cast<size_t>(k) - kept.size();
+    if (m.size() > room)  // the chunk that completes k gives its best tokens (ties: lower position)
+      std::stable_sort(m.begin(), m.end(), [&](int64_t a, int64_t b) { return tot[a] > tot[b]; });
+    kept.insert(kept.end(), m.begin(), m.begin() + static_cast<std::ptrdiff_t>(std::min(room, m.size())));
   }
-  return taken.index_select(0, chunk_of).nonzero().flatten();
+  std::sort(kept.begin(), kept.end());
+  return at::tensor(kept, at::kLong);
 }
 
 ItfDecision DecideItf(const at::Tensor& probe_importance, int64_t k, double alpha, const at::Tensor& chunk_of,

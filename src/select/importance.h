@@ -35,12 +35,14 @@ double SimilarityThreshold(int64_t k, int64_t n, double alpha);
 // index); exactly k, ascending. sets [H, k], importance [H, P].
 at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64_t k);
 
-// The chunk-granular agreed set: chunks ranked by their tokens' importance
-// summed over the rows of `importance` [H, P] (ties: lower chunk first), taken
-// best first until they hold at least k tokens; returns every token of the
-// taken chunks (positions, ascending, int64 on the host). `chunk_of` [P]
-// (int64, host) names each token's chunk, 0..n_chunks-1: with reordered
-// storage a chunk holds scattered positions.
+// The chunk-granular agreed set: exactly k tokens from as few chunks as the
+// ranking allows. Chunks are ranked by their tokens' importance summed over
+// the rows of `importance` [H, P] (ties: lower chunk first) and taken whole,
+// best first, while they fit; the chunk that would overflow k gives its most
+// important tokens (ties: lower position). Returns positions, ascending, int64
+// on the host. `chunk_of` [P] (int64) names each token's chunk,
+// 0..n_chunks-1: with reordered storage a chunk holds scattered positions.
+// REQUIRES: 1 <= k <= P.
 at::Tensor AgreedChunkTokens(const at::Tensor& importance, const at::Tensor& chunk_of, int64_t n_chunks, int64_t k);
 
 struct ItfDecision {

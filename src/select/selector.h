@@ -18,9 +18,10 @@ namespace impress {
 enum class SelectorKind { kFull, kH2O, kItf };
 
 // What IMPRESS's agreed set is made of when the probe heads are trusted:
-// exactly k tokens (the paper), or whole chunks ranked by the probe heads'
-// summed importance, as many as hold k tokens (this project's variant: it
-// attends to every token of each chunk it reads, so bytes read track k).
+// the k tokens the heads agree on (the paper), or k tokens packed into the
+// chunks the probe heads' summed importance ranks best (this project's
+// variant, AgreedChunkTokens: whole chunks and one partial one, so bytes
+// read track k). Both keep exactly k tokens.
 enum class ItfUnit { kToken, kChunk };
 const std::vector<std::string>& ItfUnitNames();  // "token", "chunk": indexed by ItfUnit
 StatusOr<ItfUnit> ParseItfUnit(const std::string& name);
