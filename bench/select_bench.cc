@@ -47,30 +47,30 @@ std::vector<Inputs> MakeInputs(int64_t t) {
   return sets;
 }
 
+// Calls fn on the next of `sets` in every iteration.
+template <class T, class Fn>
+void Cycle(benchmark::State& state, const std::vector<T>& sets, Fn fn) {
+  size_t i = 0;
+  for (auto _ : state) fn(sets[i++ % sets.size()]);
+}
+
 // The layer's attention over the whole prefix (what `as` computes).
 void BM_AttendFullPrefix(benchmark::State& state) {
-  const auto sets = MakeInputs(state.range(0));
-  int i = 0;
-  for (auto _ : state) {
-    const Inputs& in = sets[i++ % kSets];
-    benchmark::DoNotOptimize(Attend(in.qkv, PrefixKv{in.pk, in.pv, {}}));
-  }
+  Cycle(state, MakeInputs(state.range(0)),
+        [](const Inputs& in) { benchmark::DoNotOptimize(Attend(in.qkv, PrefixKv{in.pk, in.pv, {}})); });
 }
 
 void Select(benchmark::State& state, SelectorKind kind, double alpha) {
-  const auto sets = MakeInputs(state.range(0));
   SelectorOptions opt;
   opt.kind = kind;
   opt.retention = kRetention;
   opt.alpha = alpha;
   int64_t fallbacks = 0;
-  int i = 0;
-  for (auto _ : state) {
-    const Inputs& in = sets[i++ % kSets];
+  Cycle(state, MakeInputs(state.range(0)), [&](const Inputs& in) {
     SelectedPrefix s = SelectFromPrefix(opt, in.qkv, in.pk, in.pv);
     fallbacks += s.fallback;
     benchmark::DoNotOptimize(s.kv.k);
-  }
+  });
   state.counters["fallback"] = static_cast<double>(fallbacks) / static_cast<double>(state.iterations());
 }
 
@@ -80,12 +80,9 @@ void BM_SelectItfFallback(benchmark::State& state) { Select(state, SelectorKind:
 
 // H2O's importance: every head's attention weights over the prefix.
 void BM_H2OImportance(benchmark::State& state) {
-  const auto sets = MakeInputs(state.range(0));
-  int i = 0;
-  for (auto _ : state) {
-    const Inputs& in = sets[i++ % kSets];
+  Cycle(state, MakeInputs(state.range(0)), [](const Inputs& in) {
     benchmark::DoNotOptimize(PrefixImportance(in.qkv.q, in.pk, in.qkv.k, in.qkv.scale));
-  }
+  });
 }
 
 // ITF's parts: the probe heads' importance, their top-k sets, the similarity
@@ -104,35 +101,25 @@ std::vector<ProbeSets> MakeProbeSets(int64_t t) {
 }
 
 void BM_ItfProbeImportance(benchmark::State& state) {
-  const auto sets = MakeInputs(state.range(0));
-  int i = 0;
-  for (auto _ : state) {
-    const Inputs& in = sets[i++ % kSets];
-    benchmark::DoNotOptimize(ProbeImportance({}, in.qkv, in.pk));
-  }
+  Cycle(state, MakeInputs(state.range(0)),
+        [](const Inputs& in) { benchmark::DoNotOptimize(ProbeImportance({}, in.qkv, in.pk)); });
 }
 
 void BM_ItfTopKSets(benchmark::State& state) {
-  const auto probes = MakeProbeSets(state.range(0));
   const int64_t k = RetainedTokens(kRetention, kPrefix);
-  int i = 0;
-  for (auto _ : state) benchmark::DoNotOptimize(TopKSets(probes[i++ % kSets].importance, k));
+  Cycle(state, MakeProbeSets(state.range(0)),
+        [k](const ProbeSets& p) { benchmark::DoNotOptimize(TopKSets(p.importance, k)); });
 }
 
 void BM_ItfJaccard(benchmark::State& state) {
-  const auto probes = MakeProbeSets(state.range(0));
-  int i = 0;
-  for (auto _ : state) benchmark::DoNotOptimize(MeanPairwiseJaccard(probes[i++ % kSets].sets));
+  Cycle(state, MakeProbeSets(state.range(0)),
+        [](const ProbeSets& p) { benchmark::DoNotOptimize(MeanPairwiseJaccard(p.sets)); });
 }
 
 void BM_ItfAgreedSet(benchmark::State& state) {
-  const auto probes = MakeProbeSets(state.range(0));
   const int64_t k = RetainedTokens(kRetention, kPrefix);
-  int i = 0;
-  for (auto _ : state) {
-    const ProbeSets& p = probes[i++ % kSets];
-    benchmark::DoNotOptimize(AgreedSet(p.sets, p.importance, k));
-  }
+  Cycle(state, MakeProbeSets(state.range(0)),
+        [k](const ProbeSets& p) { benchmark::DoNotOptimize(AgreedSet(p.sets, p.importance, k)); });
 }
 
 #define NEW_TOKENS Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond)
