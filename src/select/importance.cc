@@ -78,7 +78,10 @@ at::Tensor AgreedChunkTokens(const at::Tensor& importance, const at::Tensor& chu
   const int64_t* of = chunks.data_ptr<int64_t>();
   const int64_t p = chunks.numel();
   std::vector<std::vector<int64_t>> members(n_chunks);  // each chunk's positions, ascending
-  for (int64_t i = 0; i < p; ++i) members[of[i]].push_back(i);
+  for (int64_t i = 0; i < p; ++i) {
+    IMPRESS_CHECK(of[i] >= 0 && of[i] < n_chunks);
+    members[of[i]].push_back(i);
+  }
   std::vector<int64_t> kept;
   kept.reserve(k);
   auto ord = order.accessor<int64_t, 1>();
