@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "common/status.h"
@@ -31,20 +32,45 @@ at::Tensor TopKSets(const at::Tensor& importance, int64_t k) {
   return std::get<0>(std::get<1>(importance.topk(k, /*dim=*/1)).sort(1));
 }
 
-double Jaccard(const at::Tensor& a, const at::Tensor& b) {
-  at::Tensor both = at::cat({a, b}).cpu();
-  const int64_t uni = std::get<0>(at::_unique(both)).numel();
-  const int64_t inter = a.numel() + b.numel() - uni;
-  return uni == 0 ? 1.0 : static_cast<double>(inter) / uni;
+namespace {
+
+// The indices of a 1-D tensor, ascending, on the host.
+std::vector<int64_t> SortedIndices(const at::Tensor& t) {
+  at::Tensor c = t.to(at::kLong).cpu().contiguous();
+  std::vector<int64_t> v(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
+  return v;
 }
+
+// Jaccard index of two ascending lists of distinct indices.
+double SortedJaccard(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t i = 0, j = 0, inter = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] < b[j]) {
+      ++i;
+    } else if (b[j] < a[i]) {
+      ++j;
+    } else {
+      ++inter, ++i, ++j;
+    }
+  }
+  const size_t uni = a.size() + b.size() - inter;
+  return uni == 0 ? 1.0 : static_cast<double>(inter) / static_cast<double>(uni);
+}
+
+}  // namespace
+
+double Jaccard(const at::Tensor& a, const at::Tensor& b) { return SortedJaccard(SortedIndices(a), SortedIndices(b)); }
 
 double MeanPairwiseJaccard(const at::Tensor& sets) {
   const int64_t h = sets.size(0);
   IMPRESS_CHECK(h >= 2);
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t i = 0; i < h; ++i) rows.push_back(SortedIndices(sets[i]));
   double sum = 0;
   int pairs = 0;
   for (int64_t i = 0; i < h; ++i)
-    for (int64_t j = i + 1; j < h; ++j, ++pairs) sum += Jaccard(sets[i], sets[j]);
+    for (int64_t j = i + 1; j < h; ++j, ++pairs) sum += SortedJaccard(rows[i], rows[j]);
   return sum / pairs;
 }
 
@@ -55,6 +81,7 @@ double SimilarityThreshold(int64_t k, int64_t n, double alpha) {
 
 at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64_t k) {
   const int64_t p = importance.size(1);
+  IMPRESS_CHECK(k >= 1 && k <= p);
   at::Tensor s = sets.cpu(), imp = importance.to(at::kDouble).cpu();
   at::Tensor votes = at::zeros({p}, at::kDouble);
   votes.index_add_(0, s.flatten(), at::ones({s.numel()}, at::kDouble));
@@ -62,10 +89,17 @@ at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64
   // Sort key: votes first, then summed importance. Importance sums are below
   // the number of query rows, so scale votes past any possible sum.
   const double big = std::max(1.0, total.max().item<double>()) * 4 + 1;
-  at::Tensor key = votes * big + total;
-  // Stable descending sort keeps lower indices first among equal keys.
-  at::Tensor order = std::get<1>(key.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
-  return std::get<0>(order.slice(0, 0, k).sort()).to(sets.device());
+  at::Tensor key = (votes * big + total).contiguous();
+  // The k best by key, lower index first among equal keys (a total order, so
+  // selecting them needs no full sort).
+  const double* kv = key.data_ptr<double>();
+  std::vector<int64_t> order(p);
+  std::iota(order.begin(), order.end(), 0);
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
+                   [kv](int64_t a, int64_t b) { return kv[a] > kv[b] || (kv[a] == kv[b] && a < b); });
+  order.resize(k);
+  std::sort(order.begin(), order.end());
+  return at::tensor(order, at::kLong).to(sets.device());
 }
 
 at::Tensor AgreedChunkTokens(const at::Tensor& importance, const at::Tensor& chunk_of, int64_t n_chunks, int64_t k) {
