@@ -32,7 +32,8 @@ Status ValidateRegressionSpec(const nlohmann::ordered_json& spec, bool results_o
       if (!v.is_string()) return Status::Error(std::string("config.") + key + " holds " + v.dump() + ", not a name");
   }
   for (const char* key : {"shots", "limit", "seed"})
-    if (!c.contains(key) || !c[key].is_number_unsigned() || c[key].get<uint64_t>() > (uint64_t{1} << 31))
+    if (!c.contains(key) || !c[key].is_number_integer() || c[key].get<int64_t>() < 0 ||
+        c[key].get<int64_t>() > (int64_t{1} << 31))  // a parsed file's are unsigned, DefaultRegressionSpec's signed
       return Status::Error(std::string("config.") + key + " is not a non-negative integer");
   for (const char* key : {"retention", "alpha"})
     if (!c.contains(key) || !c[key].is_number()) return Status::Error(std::string("config.") + key + " is not a number");
@@ -83,8 +84,7 @@ StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& to
 }
 
 Status CompareRegression(const nlohmann::ordered_json& spec, const nlohmann::ordered_json& actual, bool require_all) {
-  if (!spec.contains("results") || !spec["results"].is_array()) return Status::Error("no \"results\" array");
-  if (!spec.contains("tolerance") || !spec["tolerance"].is_object()) return Status::Error("no \"tolerance\" object");
+  RETURN_IF_ERROR(ValidateRegressionSpec(spec, /*results_optional=*/false));
   std::map<std::string, const nlohmann::ordered_json*> expected;
   for (const auto& row : spec["results"])
     expected[row.value("task", std::string()) + "/" + row.value("system", std::string())] = &row;

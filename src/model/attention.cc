@@ -8,15 +8,22 @@ namespace impress {
 namespace {
 constexpr int64_t kRowBlock = 512;
 
+// Which new tokens each new token sees ([T, T] bool, true = may attend):
+// x.attend_new when the tokens are segments, else causal (column j <= row i).
+at::Tensor AttendNew(const LayerQkv& x) {
+  if (x.attend_new.defined()) return x.attend_new;
+  const int64_t t = x.q.size(1);
+  return at::ones({t, t}, at::TensorOptions().device(x.q.device()).dtype(at::kBool)).tril();
+}
+
 // Every prefix token visible to every head: LibTorch's fused attention
 // (flash attention on CPU and CUDA) with a causal mask over the new tokens.
 at::Tensor AttendFused(const LayerQkv& x, const at::Tensor& keys, const at::Tensor& vals, int64_t p) {
   const int64_t hq = x.q.size(0), t = x.q.size(1), d = x.q.size(2);
   std::optional<at::Tensor> mask;
-  if (p > 0 || x.attend_new.defined()) {  // true = may attend: all prefix columns, new columns j <= i
-    auto opts = at::TensorOptions().device(x.q.device()).dtype(at::kBool);
-    at::Tensor own = x.attend_new.defined() ? x.attend_new : at::ones({t, t}, opts).tril();
-    mask = p > 0 ? at::cat({at::ones({t, p}, opts), own}, 1) : own;
+  if (p > 0 || x.attend_new.defined()) {  // true = may attend: all prefix columns, then AttendNew
+    const at::Tensor own = AttendNew(x);
+    mask = p > 0 ? at::cat({at::ones({t, p}, own.options()), own}, 1) : own;
   }
   at::Tensor out = at::scaled_dot_product_attention(x.q.unsqueeze(0), keys.unsqueeze(0), vals.unsqueeze(0), mask,
                                                     /*dropout_p=*/0.0, /*is_causal=*/!mask.has_value(), x.scale,
@@ -36,11 +43,12 @@ at::Tensor Attend(const LayerQkv& x, const PrefixKv& prefix) {
   at::Tensor keys = p > 0 ? at::cat({prefix.k, x.k}, 1) : x.k;    // [Hkv, S, d]
   at::Tensor vals = p > 0 ? at::cat({prefix.v, x.v}, 1) : x.v;
   if (!(p > 0 && prefix.keep.defined())) return AttendFused(x, keys, vals, p);
+  // From here on some prefix token is hidden from some head.
   at::Tensor q = (x.q * x.scale).view({hkv, g, t, d});
-  at::Tensor hidden;  // [Hkv, g, 1, P] bool: true hides
-  if (p > 0 && prefix.keep.defined()) hidden = prefix.keep.logical_not().view({hkv, g, 1, p});
+  const at::Tensor hidden = prefix.keep.logical_not().view({hkv, g, 1, p});  // true hides
   const auto opts = at::TensorOptions().device(x.q.device());
 
+  const at::Tensor own = AttendNew(x);
   std::vector<at::Tensor> outs;
   for (int64_t r0 = 0; r0 < t; r0 += kRowBlock) {
     const int64_t tb = std::min(kRowBlock, t - r0);
@@ -48,19 +56,11 @@ at::Tensor Attend(const LayerQkv& x, const PrefixKv& prefix) {
     at::Tensor qb = q.slice(2, r0, r0 + tb).reshape({hkv, g * tb, d});
     at::Tensor kb = keys.slice(1, 0, s);
     at::Tensor scores = at::bmm(qb, kb.transpose(1, 2)).view({hkv, g, tb, s});
-    // Causal among new tokens: row i (absolute r0 + i) sees new column j <= r0 + i.
-    // Within segments (attend_new), only a row's own segment up to it.
-    at::Tensor future;  // [tb, r0 + tb]
-    if (x.attend_new.defined()) {
-      future = x.attend_new.slice(0, r0, r0 + tb).slice(1, 0, r0 + tb).logical_not();
-    } else {
-      at::Tensor rows = at::arange(r0, r0 + tb, opts.dtype(at::kLong)).unsqueeze(1);
-      at::Tensor cols = at::arange(0, r0 + tb, opts.dtype(at::kLong)).unsqueeze(0);
-      future = cols > rows;
-    }
-    if (p > 0) future = at::cat({at::zeros({tb, p}, opts.dtype(at::kBool)), future}, 1);
+    // The new columns a row of this block does not see (no row sees a later one).
+    at::Tensor future = own.slice(0, r0, r0 + tb).slice(1, 0, r0 + tb).logical_not();  // [tb, r0 + tb]
+    future = at::cat({at::zeros({tb, p}, opts.dtype(at::kBool)), future}, 1);
     scores.masked_fill_(future, -std::numeric_limits<float>::infinity());
-    if (hidden.defined()) scores.slice(3, 0, p).masked_fill_(hidden, -std::numeric_limits<float>::infinity());
+    scores.slice(3, 0, p).masked_fill_(hidden, -std::numeric_limits<float>::infinity());
     at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(vals.scalar_type());
     at::Tensor ob = at::bmm(probs.view({hkv, g * tb, s}), vals.slice(1, 0, s));  // [Hkv, g*tb, d]
     outs.push_back(ob.view({hq, tb, d}));
