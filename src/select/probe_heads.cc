@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/named.h"
+
 namespace impress {
 
 const std::vector<std::string>& ProbeLayoutNames() {
@@ -10,10 +12,7 @@ const std::vector<std::string>& ProbeLayoutNames() {
 }
 
 StatusOr<ProbeLayout> ParseProbeLayout(const std::string& name) {
-  const auto& names = ProbeLayoutNames();
-  for (size_t i = 0; i < names.size(); ++i)
-    if (name == names[i]) return static_cast<ProbeLayout>(i);
-  return Status::Error("--probe-layout: unknown layout '" + name + "' (first, spread)");
+  return ParseNamed<ProbeLayout>(ProbeLayoutNames(), name, "--probe-layout", "layout");
 }
 
 std::vector<int64_t> ProbeQueryHeads(int probes, int64_t num_heads, int64_t num_kv_heads, ProbeLayout layout) {

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "common/named.h"
 #include "select/importance.h"
 
 namespace impress {
@@ -132,10 +133,7 @@ const std::vector<std::string>& ItfUnitNames() {
 }
 
 StatusOr<ItfUnit> ParseItfUnit(const std::string& name) {
-  const auto& names = ItfUnitNames();
-  for (size_t i = 0; i < names.size(); ++i)
-    if (name == names[i]) return static_cast<ItfUnit>(i);
-  return Status::Error("--itf-unit: unknown unit '" + name + "' (token, chunk)");
+  return ParseNamed<ItfUnit>(ItfUnitNames(), name, "--itf-unit", "unit");
 }
 
 StatusOr<SelectorKind> SelectorForSystem(const std::string& system) {

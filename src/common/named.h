@@ -1,0 +1,24 @@
+// Enums chosen by name on the command line or in a file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace impress {
+
+// The E whose value is `name`'s index in `names` (E's enumerators in order).
+// Error: "<option>: unknown <what> '<name>' (<names, comma-separated>)".
+template <class E>
+StatusOr<E> ParseNamed(const std::vector<std::string>& names, const std::string& name, const std::string& option,
+                       const std::string& what) {
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (name == names[i]) return static_cast<E>(i);
+    list += (i ? ", " : "") + names[i];
+  }
+  return Status::Error(option + ": unknown " + what + " '" + name + "' (" + list + ")");
+}
+
+}  // namespace impress
