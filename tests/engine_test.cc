@@ -146,6 +146,50 @@ TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
   EXPECT_FALSE(by_chunk.equal(as));
 }
 
+// Selective systems read the next layer's query-independent part (keys for
+// H2O, probe keys for ITF) while a layer computes; that changes when bytes
+// are read, never which bytes or what attention sees.
+TEST_P(ReuseTest, SelectionPrefetchChangesOnlyWhenBytesAreRead) {
+  std::vector<int32_t> prefix = Tokens(160, 4);
+  std::vector<int32_t> ctx = prefix;
+  for (int32_t t : Tokens(12, 77)) ctx.push_back(t);
+  std::unique_ptr<RewindableKv> kv;
+  auto run = [&](const System& sys, bool prefetch, RequestTrace* t) {
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;  // every load reads the disk
+    auto store = PrefixStore::Open(*model_, o);
+    RequestTrace warm;
+    EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &warm).ok());
+    auto r = RunRequest(sys, *model_, store->get(), ctx, 160, &kv, t, RequestOptions{prefetch});
+    EXPECT_TRUE(r.ok());
+    return *r;
+  };
+  System never = Named("impress-itf", 0.1), always = never, chunked = never;
+  never.select.alpha = 0;
+  always.select.alpha = 1000;
+  chunked.select.alpha = 1000;
+  chunked.select.unit = ItfUnit::kChunk;
+  const System systems[] = {Named("h2o-lfu", 0.1), Named("h2o-lru", 1.0), Named("impress-itf", 1.0), never, always,
+                            chunked};
+  for (const System& sys : systems) {
+    SCOPED_TRACE(sys.name + " retention " + std::to_string(sys.select.retention) + " alpha " +
+                 std::to_string(sys.select.alpha));
+    RequestTrace on, off;
+    at::Tensor with = run(sys, true, &on), without = run(sys, false, &off);
+    EXPECT_TRUE(with.equal(without));
+    EXPECT_GT(on.load.bytes[2], 0);
+    EXPECT_EQ(on.load.bytes[2], off.load.bytes[2]);
+    EXPECT_EQ(on.load.chunks, off.load.chunks);
+    EXPECT_EQ(on.load.disk_chunks, off.load.disk_chunks);
+    EXPECT_EQ(on.layer_kv_chunks, off.layer_kv_chunks);
+    for (int l = 0; l < model_->config().num_layers; ++l) {
+      EXPECT_EQ(on.selection.kept[l], off.selection.kept[l]) << "layer " << l;
+      EXPECT_EQ(on.selection.fallbacks[l], off.selection.fallbacks[l]) << "layer " << l;
+    }
+  }
+}
+
 // The spread probe layout from the store: the store copies the keys of the
 // KV heads the probe heads use, an untrusted probe reads just those on top of
 // H2O's reads and answers as H2O does, a trusted one reads no other keys, and

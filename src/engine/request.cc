@@ -98,40 +98,88 @@ class ReuseKv final : public KvProvider {
 // the best tokens of one more to make k), else takes the H2O path. Works in token order:
 // what is read in the lease's stored order is put back in token order first,
 // and chosen tokens are found in the stored order through the lease's slots.
+// With prefetch, each layer's first read (keys or probe keys) is made while
+// the layer before computes.
 class StoreSelector {
  public:
   StoreSelector(PrefixStore& store, const Model& model, const PrefixLease& lease, const SelectorOptions& opt,
-                bool record_importance, RequestTrace* trace)
+                bool record_importance, bool prefetch, RequestTrace* trace)
       : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), opt_(opt),
-        record_(record_importance), trace_(trace) {}
+        record_(record_importance), prefetch_(prefetch), trace_(trace),
+        first_reads_(model.config().num_layers) {
+    const int64_t p = static_cast<int64_t>(chunks_.size()) * store_.geometry().chunk_tokens;
+    whole_ = opt_.kind == SelectorKind::kFull || RetainedTokens(opt_.retention, p) >= p;
+    first_parts_ = whole_ ? (kKeys | kValues) : opt_.kind == SelectorKind::kItf ? kProbeKeys : kKeys;
+    if (prefetch_) StartFirstRead(0);
+  }
+  ~StoreSelector() {
+    for (auto& f : first_reads_)
+      if (f.valid()) f.wait();
+  }
 
   // Time in Select that is not spent fetching (importance, sets, gathers)
-  // counts as selection; fetching counts as I/O.
+  // counts as selection; fetching, and waiting for a prefetch, as I/O.
+  // Once layer l has its KV, layer l+1's first read starts, to overlap
+  // layer l's attention and MLP rather than compete with its reads.
   SelectedPrefix operator()(const LayerQkv& qkv) {
     auto t0 = Clock::now();
     const double io_before = trace_->io_ms;
     SelectedPrefix s = Select(qkv);
     trace_->select_ms += Ms(t0, Clock::now()) - (trace_->io_ms - io_before);
     trace_->selection.Add(qkv.layer, s);
+    if (prefetch_ && status_.ok()) StartFirstRead(qkv.layer + 1);
     return s;
   }
   const Status& status() const { return status_; }
 
  private:
+  // The part of a layer's read that its queries do not decide: every
+  // chunk's keys (H2O), the probe keys (ITF), or keys and values (retention
+  // 1). It can be read before the layer's queries exist.
+  struct FirstRead {
+    Status status;
+    std::vector<PrefixStore::Parts> parts;
+    LoadStats stats;
+  };
+  FirstRead ReadFirst(int l) {
+    FirstRead r;
+    r.status = store_.Fetch(chunks_, l, first_parts_, &r.parts, &r.stats);
+    return r;
+  }
+  void StartFirstRead(int l) {
+    if (l >= static_cast<int>(first_reads_.size()) || first_reads_[l].valid()) return;
+    first_reads_[l] = std::async(std::launch::async, [this, l] {
+      c10::InferenceMode guard;
+      return ReadFirst(l);
+    });
+  }
+  // Layer l's first read: the prefetched one, else read now.
+  bool TakeFirstRead(int l, std::vector<PrefixStore::Parts>* parts) {
+    auto t0 = Clock::now();
+    FirstRead r = first_reads_[l].valid() ? first_reads_[l].get() : ReadFirst(l);
+    trace_->io_ms += Ms(t0, Clock::now());
+    AddStats(&trace_->load, r.stats);
+    if (!r.status.ok()) {
+      if (status_.ok()) status_ = r.status;
+      return false;
+    }
+    *parts = std::move(r.parts);
+    return true;
+  }
+
   SelectedPrefix Select(const LayerQkv& qkv) {
     const int l = qkv.layer;
     const int64_t c = store_.geometry().chunk_tokens, n = static_cast<int64_t>(chunks_.size()), p = n * c;
     const int64_t k = RetainedTokens(opt_.retention, p);
     std::vector<PrefixStore::Parts> parts;
-    if (opt_.kind == SelectorKind::kFull || k >= p) {
-      if (!Fetch(l, kKeys | kValues, &parts)) return {};
+    if (!TakeFirstRead(l, &parts)) return {};
+    if (whole_) {
       store_.ObserveWhole(chunks_, l);
       return SelectFromPrefix({SelectorKind::kFull}, qkv, ToTokenOrder(l, Keys(parts)), ToTokenOrder(l, Values(parts)));
     }
     if (opt_.kind == SelectorKind::kItf) {
       const int64_t hq = qkv.q.size(0), hkv = qkv.k.size(0);
       const int64_t probe_kv = ProbeKvHeads(opt_.probe_heads, hq, hkv, opt_.probe_layout);
-      if (!Fetch(l, kProbeKeys, &parts)) return {};
       std::vector<at::Tensor> pk;
       for (auto& x : parts) pk.push_back(x.probe.defined() ? x.probe : x.k.narrow(1, 0, probe_kv));
       at::Tensor probe_keys = ToTokenOrder(l, store_.StackChunks(pk).narrow(0, 0, probe_kv));
@@ -272,8 +320,12 @@ class StoreSelector {
   const std::vector<uint64_t>& chunks_;
   SelectorOptions opt_;
   bool record_;
+  bool prefetch_;
   RequestTrace* trace_;
   Status status_;
+  bool whole_;           // k covers the prefix: every layer loads in full
+  uint8_t first_parts_;  // ChunkPart bits of every layer's first read
+  std::vector<std::future<FirstRead>> first_reads_;  // per layer, when prefetched
 };
 
 at::Tensor LastLogProbs(const at::Tensor& logits) { return at::log_softmax(logits[0], -1).cpu(); }
@@ -360,7 +412,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     computed = dense.get();
     *kv_out = std::move(dense);
   } else {
-    StoreSelector selector(*store, model, lease, system.select, system.reorder, trace);
+    StoreSelector selector(*store, model, lease, system.select, system.reorder, opt.prefetch, trace);
     auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
     last = LastLogProbs(model.Forward(rest, m, *selected));
     load_error = selector.status();

@@ -51,7 +51,9 @@ struct RequestTrace {
 };
 
 struct RequestOptions {
-  bool prefetch = true;  // load layer l+1 while layer l computes
+  // Read ahead while layer l computes: all of layer l+1 under full reuse; under
+  // selection the part its queries do not decide (keys, or probe keys).
+  bool prefetch = true;
 };
 
 // Runs `context` (token ids) and returns the log-probabilities after its last

@@ -247,12 +247,13 @@ void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
                c.value("model", std::string("?")).c_str(), c["task"].get<std::string>().c_str(), c["pool"].get<int>(),
                c["prefix_tokens"].get<int>(), c["requests"].get<int>(), c["warmup"].get<int>(), c["chunk"].get<int>(),
                c["kv_dtype"].get<std::string>().c_str());
-  std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s\n\n",
+  std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s%s\n\n",
                Size(c["gpu_cache"].get<double>()).c_str(),
                c["device"] == "cuda" ? "CUDA" : "emulated in host memory", Size(c["cpu_cache"].get<double>()).c_str(),
                Size(c["disk_bw"].get<double>()).c_str(), Size(c["h2d_bw"].get<double>()).c_str(),
                c["kv_bytes_per_token"].get<long long>(), c["retention"].get<double>(), c["alpha"].get<double>(),
-               c.value("itf_unit", std::string("token")).c_str(), c.value("probe_layout", std::string("first")).c_str());
+               c.value("itf_unit", std::string("token")).c_str(), c.value("probe_layout", std::string("first")).c_str(),
+               c.value("prefetch", true) ? "" : "; no prefetch");
   std::fprintf(out, "| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | select ms | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
   std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& r : result["runs"]) {
