@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "data/task.h"
+#include "engine/request.h"
 #include "experiment/eval_tasks.h"
 #include "experiment/sweep.h"
 #include "model/model.h"
@@ -85,7 +86,7 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
       ->check(NonNegativeNumber());
   cmd->add_option("--system", c->system, "recomp, as, h2o-lru, h2o-lfu or impress-itf: which prefix KV documents attend to "
                                          "(impress-itf-ro and impress choose as impress-itf does)")
-      ->check(CLI::IsMember({"recomp", "as", "h2o-lru", "h2o-lfu", "impress-itf", "impress-itf-ro", "impress"}));
+      ->check(CLI::IsMember(SystemNames()));
   AddSweepOptions(cmd, &o->axes, false);
   cmd->add_option("--probe-layout", c->probe_layout,
                   "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head)")

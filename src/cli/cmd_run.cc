@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/named.h"
 #include "engine/request.h"
 #include "experiment/run_systems.h"
 #include "experiment/sweep.h"
@@ -91,7 +92,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
   cmd->add_option("--task", c->task, "piqa, rte, copa or openbookqa");
-  cmd->add_option("--system", o->systems, std::string("comma-separated: ") + kSystemNames);
+  cmd->add_option("--system", o->systems, "comma-separated: " + JoinNames(SystemNames()));
   AddSweepOptions(cmd, &o->axes, true);
   cmd->add_option("--prefix-tokens", c->prefix_tokens, "target length of each prefix")->check(PositiveNumber());
   cmd->add_option("--requests", c->requests, "measured requests")->check(PositiveNumber());

@@ -8,17 +8,21 @@
 
 namespace impress {
 
+// "a, b, c".
+inline std::string JoinNames(const std::vector<std::string>& names) {
+  std::string list;
+  for (size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
+  return list;
+}
+
 // The E whose value is `name`'s index in `names` (E's enumerators in order).
 // Error: "<option>: unknown <what> '<name>' (<names, comma-separated>)".
 template <class E>
 StatusOr<E> ParseNamed(const std::vector<std::string>& names, const std::string& name, const std::string& option,
                        const std::string& what) {
-  std::string list;
-  for (size_t i = 0; i < names.size(); ++i) {
+  for (size_t i = 0; i < names.size(); ++i)
     if (name == names[i]) return static_cast<E>(i);
-    list += (i ? ", " : "") + names[i];
-  }
-  return Status::Error(option + ": unknown " + what + " '" + name + "' (" + list + ")");
+  return Status::Error(option + ": unknown " + what + " '" + name + "' (" + JoinNames(names) + ")");
 }
 
 }  // namespace impress

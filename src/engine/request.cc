@@ -6,6 +6,7 @@
 #include <future>
 #include <set>
 
+#include "common/named.h"
 #include "model/model.h"
 #include "select/importance.h"
 
@@ -338,28 +339,49 @@ int64_t RequestTrace::kv_chunks() const {
   return n;
 }
 
-const char* const kSystemNames = "recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress";
+namespace {
+
+// The paper's systems and its ablation, each a composition.
+struct SystemRecipe {
+  const char* name;
+  bool reuse;
+  SelectorKind kind;
+  const char* policy;
+  bool reorder;
+};
+constexpr SystemRecipe kSystems[] = {
+    {"recomp", false, SelectorKind::kFull, "lru", false},
+    {"as", true, SelectorKind::kFull, "lru", false},
+    {"h2o-lru", true, SelectorKind::kH2O, "lru", false},
+    {"h2o-lfu", true, SelectorKind::kH2O, "lfu", false},
+    {"impress-itf", true, SelectorKind::kItf, "lfu", false},
+    {"impress-itf-ro", true, SelectorKind::kItf, "lfu", true},
+    {"impress", true, SelectorKind::kItf, "score", true},
+};
+
+}  // namespace
+
+const std::vector<std::string>& SystemNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const SystemRecipe& r : kSystems) v.push_back(r.name);
+    return v;
+  }();
+  return names;
+}
 
 StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {
+  ASSIGN_OR_RETURN(const size_t i, ParseNamed<size_t>(SystemNames(), name, "--system", "system"));
+  const SystemRecipe& r = kSystems[i];
   System s;
   s.name = name;
+  s.reuse = r.reuse;
+  s.select.kind = r.kind;
   s.select.retention = retention;
   s.select.alpha = alpha;
-  if (name == "recomp") return s;
-  s.reuse = true;
-  if (name == "as") return s;
-  if (name == "h2o-lru" || name == "h2o-lfu") {
-    s.select.kind = SelectorKind::kH2O;
-    s.policy = name == "h2o-lru" ? "lru" : "lfu";
-    return s;
-  }
-  if (name == "impress-itf" || name == "impress-itf-ro" || name == "impress") {
-    s.select.kind = SelectorKind::kItf;
-    s.policy = name == "impress" ? "score" : "lfu";
-    s.reorder = name != "impress-itf";
-    return s;
-  }
-  return Status::Error("--system: unknown system '" + name + "' (" + kSystemNames + ")");
+  s.policy = r.policy;
+  s.reorder = r.reorder;
+  return s;
 }
 
 StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore* store,

@@ -18,13 +18,14 @@ namespace impress {
 class Model;
 
 struct System {
-  std::string name;            // one of kSystemNames
+  std::string name;            // one of SystemNames()
   bool reuse = false;          // false: recompute the whole context
   SelectorOptions select;      // which stored prefix KV each layer loads
   std::string policy = "lru";  // cache policy of the GPU and CPU tiers
   bool reorder = false;        // record importance for KV reordering (the caller runs the reorderer)
 };
-extern const char* const kSystemNames;
+// recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress.
+const std::vector<std::string>& SystemNames();
 // The named system with the given retention and IMPRESS alpha.
 StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, double alpha = 0.6);
 
