@@ -18,7 +18,27 @@ using testing::TempDir;
 
 System Named(const char* name, double retention = 1.0) { return *ParseSystem(name, retention); }
 
-class ReuseTest : public testing::ModelStoreTest {};
+class ReuseTest : public testing::ModelStoreTest {
+ protected:
+  // Stores a 160-token prefix with `as` in a fresh store whose caches hold
+  // nothing (every load reads the disk), then runs `sys` on it plus 12 tokens.
+  at::Tensor OnStoredPrefix(const System& sys, RequestTrace* t, const RequestOptions& ro = {}) {
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;
+    auto store = PrefixStore::Open(*model_, o);
+    EXPECT_TRUE(store.ok()) << store.status().message();
+    std::vector<int32_t> prefix = Tokens(160, 4), ctx = prefix;
+    for (int32_t tok : Tokens(12, 77)) ctx.push_back(tok);
+    std::unique_ptr<RewindableKv> kv;
+    RequestTrace warm;
+    EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &warm).ok());
+    auto r = RunRequest(sys, *model_, store->get(), ctx, 160, &kv, t, ro);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(t->reused_tokens, 160);
+    return r.ok() ? *r : at::Tensor();
+  }
+};
 
 TEST_P(ReuseTest, FullReuseEqualsRecompute) {
   TempDir dir;
@@ -95,22 +115,7 @@ TEST_P(ReuseTest, CorruptChunkIsRecomputedNotServed) {
 // trusts its probe heads (alpha = 0) reads exactly H2O's bytes plus the probe
 // keys, and runs one probe test per layer.
 TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
-  std::vector<int32_t> prefix = Tokens(160, 4);
-  std::vector<int32_t> ctx = prefix;
-  for (int32_t t : Tokens(12, 77)) ctx.push_back(t);
-  std::unique_ptr<RewindableKv> kv;
-  auto run = [&](const System& sys, RequestTrace* t) {
-    TempDir dir;
-    PrefixStoreOptions o = Options(dir.path());
-    o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;  // every load reads the disk
-    auto store = PrefixStore::Open(*model_, o);
-    RequestTrace warm;
-    EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &warm).ok());
-    auto r = RunRequest(sys, *model_, store->get(), ctx, 160, &kv, t);
-    EXPECT_TRUE(r.ok());
-    EXPECT_EQ(t->reused_tokens, 160);
-    return *r;
-  };
+  auto run = [&](const System& sys, RequestTrace* t) { return OnStoredPrefix(sys, t); };
   RequestTrace as_t, h1_t, i1_t, h_t, i_t;
   at::Tensor as = run(Named("as"), &as_t);
   EXPECT_TRUE(run(Named("h2o-lru", 1.0), &h1_t).equal(as));
@@ -150,20 +155,8 @@ TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
 // H2O, probe keys for ITF) while a layer computes; that changes when bytes
 // are read, never which bytes or what attention sees.
 TEST_P(ReuseTest, SelectionPrefetchChangesOnlyWhenBytesAreRead) {
-  std::vector<int32_t> prefix = Tokens(160, 4);
-  std::vector<int32_t> ctx = prefix;
-  for (int32_t t : Tokens(12, 77)) ctx.push_back(t);
-  std::unique_ptr<RewindableKv> kv;
   auto run = [&](const System& sys, bool prefetch, RequestTrace* t) {
-    TempDir dir;
-    PrefixStoreOptions o = Options(dir.path());
-    o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;  // every load reads the disk
-    auto store = PrefixStore::Open(*model_, o);
-    RequestTrace warm;
-    EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &warm).ok());
-    auto r = RunRequest(sys, *model_, store->get(), ctx, 160, &kv, t, RequestOptions{prefetch});
-    EXPECT_TRUE(r.ok());
-    return *r;
+    return OnStoredPrefix(sys, t, RequestOptions{prefetch});
   };
   System never = Named("impress-itf", 0.1), always = never, chunked = never;
   never.select.alpha = 0;
