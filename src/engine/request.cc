@@ -206,6 +206,7 @@ class StoreSelector {
         s.similarity = d.similarity;
         return s;
       }
+      if (!Fetch(l, kKeys, &parts)) return {};
       SelectedPrefix f = H2O(qkv, l, k, &parts);
       f.probed = f.fallback = true;
       f.similarity = d.similarity;
@@ -214,9 +215,9 @@ class StoreSelector {
     return H2O(qkv, l, k, &parts);
   }
 
+  // REQUIRES: `parts` holds every chunk's keys.
   SelectedPrefix H2O(const LayerQkv& qkv, int l, int64_t k, std::vector<PrefixStore::Parts>* parts) {
     const int64_t c = store_.geometry().chunk_tokens;
-    if (!Fetch(l, kKeys, parts)) return {};
     at::Tensor keys = ToTokenOrder(l, Keys(*parts));
     at::Tensor imp = PrefixImportance(qkv.q, keys, qkv.k, qkv.scale);
     Record(l, imp, qkv.q.size(1));

@@ -4,6 +4,7 @@
 
 #include "common/progress.h"
 #include "data/workload.h"
+#include "engine/request.h"
 #include "eval/scorer.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -104,11 +105,9 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
     if (t == nullptr) return Status::Error("--task: unknown task '" + name + "' (piqa, rte, copa, openbookqa, all)");
     tasks.push_back(t);
   }
-  ASSIGN_OR_RETURN(SelectorKind kind, SelectorForSystem(c.system));
-  SelectorOptions select;
-  select.kind = kind;
-  select.retention = c.retention;
-  select.alpha = c.alpha;
+  // Reordering and cache policy change where KV lives, not which tokens are chosen.
+  ASSIGN_OR_RETURN(const System system, ParseSystem(c.system, c.retention, c.alpha));
+  SelectorOptions select = system.select;
   ASSIGN_OR_RETURN(select.unit, ParseItfUnit(c.itf_unit));
   select.chunk_tokens = c.chunk;
   ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));

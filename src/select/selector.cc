@@ -136,12 +136,4 @@ StatusOr<ItfUnit> ParseItfUnit(const std::string& name) {
   return ParseNamed<ItfUnit>(ItfUnitNames(), name, "--itf-unit", "unit");
 }
 
-StatusOr<SelectorKind> SelectorForSystem(const std::string& system) {
-  if (system == "recomp" || system == "as") return SelectorKind::kFull;
-  if (system == "h2o-lru" || system == "h2o-lfu") return SelectorKind::kH2O;
-  // Reordering and cache policy change where KV lives, not which tokens are chosen.
-  if (system == "impress-itf" || system == "impress-itf-ro" || system == "impress") return SelectorKind::kItf;
-  return Status::Error("unknown system '" + system + "' (recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress)");
-}
-
 }  // namespace impress

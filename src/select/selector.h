@@ -88,8 +88,4 @@ class SelectedContextKv final : public RewindableKv {
   DenseKvCache tail_;
 };
 
-// "recomp", "as", "h2o-lru", "h2o-lfu", "impress-itf", ... -> selector kind
-// (IMPRESS's reordering and cache policy do not change which tokens are chosen).
-StatusOr<SelectorKind> SelectorForSystem(const std::string& system);
-
 }  // namespace impress
