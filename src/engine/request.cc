@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <set>
 
@@ -23,26 +24,48 @@ void AddStats(LoadStats* to, const LoadStats& from) {
   to->disk_chunks += from.disk_chunks;
 }
 
+// One read per layer, each startable early on its own thread: Start(l)
+// begins layer l's read, Take(l) returns it (reading on the calling thread if
+// it was never started). Destruction waits for reads still running, so an
+// owner declares it after everything `read` uses.
+template <class T>
+class LayerReads {
+ public:
+  LayerReads(int layers, std::function<T(int)> read) : reads_(layers), read_(std::move(read)) {}
+  ~LayerReads() {
+    for (auto& f : reads_)
+      if (f.valid()) f.wait();
+  }
+  void Start(int l) {
+    if (l >= static_cast<int>(reads_.size()) || reads_[l].valid()) return;
+    reads_[l] = std::async(std::launch::async, [this, l] {
+      c10::InferenceMode guard;
+      return read_(l);
+    });
+  }
+  T Take(int l) { return reads_[l].valid() ? reads_[l].get() : read_(l); }
+
+ private:
+  std::vector<std::future<T>> reads_;
+  std::function<T(int)> read_;
+};
+
 // Serves the matched prefix's stored KV layer by layer, loading layer l+1 on
 // another thread while layer l computes, and collects everything into `dense`.
 class ReuseKv final : public KvProvider {
  public:
   ReuseKv(PrefixStore& store, const PrefixLease& lease, DenseKvCache& dense, int layers, bool prefetch)
-      : store_(store), lease_(lease), dense_(dense), loads_(layers), prefetch_(prefetch) {
-    Start(0);
-  }
-  ~ReuseKv() override {
-    for (auto& f : loads_)
-      if (f.valid()) f.wait();
+      : store_(store), lease_(lease), dense_(dense), prefetch_(prefetch),
+        loads_(layers, [this](int l) { return Load(l); }) {
+    if (prefetch_) loads_.Start(0);
   }
 
   PrefixKv Prefix(const LayerQkv& qkv) override {
     const int l = qkv.layer;
     auto t0 = Clock::now();
-    Start(l);
-    Loaded got = loads_[l].get();
+    Loaded got = loads_.Take(l);
     io_ms_ += Ms(t0, Clock::now());
-    if (prefetch_) Start(l + 1);
+    if (prefetch_) loads_.Start(l + 1);
     if (!got.status.ok()) {
       if (status_.ok()) status_ = got.status;
     } else {
@@ -67,28 +90,24 @@ class ReuseKv final : public KvProvider {
     at::Tensor k, v;
     LoadStats stats;
   };
-  void Start(int l) {
-    if (l >= static_cast<int>(loads_.size()) || loads_[l].valid()) return;
-    loads_[l] = std::async(std::launch::async, [this, l] {
-      c10::InferenceMode guard;
-      Loaded r;
-      r.status = store_.LoadLayer(lease_.chunks, l, &r.k, &r.v, &r.stats);
-      if (r.status.ok()) {
-        r.k = store_.ToTokenOrder(lease_, l, r.k);
-        r.v = store_.ToTokenOrder(lease_, l, r.v);
-      }
-      return r;
-    });
+  Loaded Load(int l) {
+    Loaded r;
+    r.status = store_.LoadLayer(lease_.chunks, l, &r.k, &r.v, &r.stats);
+    if (r.status.ok()) {
+      r.k = store_.ToTokenOrder(lease_, l, r.k);
+      r.v = store_.ToTokenOrder(lease_, l, r.v);
+    }
+    return r;
   }
 
   PrefixStore& store_;
   const PrefixLease& lease_;
   DenseKvCache& dense_;
-  std::vector<std::future<Loaded>> loads_;
   bool prefetch_;
   Status status_;
   double io_ms_ = 0;
   LoadStats stats_;
+  LayerReads<Loaded> loads_;  // last: it waits for running loads before the rest goes
 };
 
 // Selective loading from the store for one layer (PAPER.md section 1): H2O
@@ -107,15 +126,11 @@ class StoreSelector {
                 bool record_importance, bool prefetch, RequestTrace* trace)
       : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), opt_(opt),
         record_(record_importance), prefetch_(prefetch), trace_(trace),
-        first_reads_(model.config().num_layers) {
+        first_reads_(model.config().num_layers, [this](int l) { return ReadFirst(l); }) {
     const int64_t p = static_cast<int64_t>(chunks_.size()) * store_.geometry().chunk_tokens;
     whole_ = opt_.kind == SelectorKind::kFull || RetainedTokens(opt_.retention, p) >= p;
     first_parts_ = whole_ ? (kKeys | kValues) : opt_.kind == SelectorKind::kItf ? kProbeKeys : kKeys;
-    if (prefetch_) StartFirstRead(0);
-  }
-  ~StoreSelector() {
-    for (auto& f : first_reads_)
-      if (f.valid()) f.wait();
+    if (prefetch_) first_reads_.Start(0);
   }
 
   // Time in Select that is not spent fetching (importance, sets, gathers)
@@ -128,7 +143,7 @@ class StoreSelector {
     SelectedPrefix s = Select(qkv);
     trace_->select_ms += Ms(t0, Clock::now()) - (trace_->io_ms - io_before);
     trace_->selection.Add(qkv.layer, s);
-    if (prefetch_ && status_.ok()) StartFirstRead(qkv.layer + 1);
+    if (prefetch_ && status_.ok()) first_reads_.Start(qkv.layer + 1);
     return s;
   }
   const Status& status() const { return status_; }
@@ -147,17 +162,10 @@ class StoreSelector {
     r.status = store_.Fetch(chunks_, l, first_parts_, &r.parts, &r.stats);
     return r;
   }
-  void StartFirstRead(int l) {
-    if (l >= static_cast<int>(first_reads_.size()) || first_reads_[l].valid()) return;
-    first_reads_[l] = std::async(std::launch::async, [this, l] {
-      c10::InferenceMode guard;
-      return ReadFirst(l);
-    });
-  }
   // Layer l's first read: the prefetched one, else read now.
   bool TakeFirstRead(int l, std::vector<PrefixStore::Parts>* parts) {
     auto t0 = Clock::now();
-    FirstRead r = first_reads_[l].valid() ? first_reads_[l].get() : ReadFirst(l);
+    FirstRead r = first_reads_.Take(l);
     trace_->io_ms += Ms(t0, Clock::now());
     AddStats(&trace_->load, r.stats);
     if (!r.status.ok()) {
@@ -327,7 +335,7 @@ class StoreSelector {
   Status status_;
   bool whole_;           // k covers the prefix: every layer loads in full
   uint8_t first_parts_;  // ChunkPart bits of every layer's first read
-  std::vector<std::future<FirstRead>> first_reads_;  // per layer, when prefetched
+  LayerReads<FirstRead> first_reads_;  // last: it waits for running reads before the rest goes
 };
 
 at::Tensor LastLogProbs(const at::Tensor& logits) { return at::log_softmax(logits[0], -1).cpu(); }
