@@ -91,6 +91,7 @@ kill "$holder"; wait "$holder" 2>/dev/null
 expect "unknown ITF unit" "--itf-unit: bogus not in {token,chunk} (--help lists the options)" -- eval --model "$src" --itf-unit bogus
 expect "chunk of 0 tokens" "--chunk: must be a positive number, not '0' (--help lists the options)" -- run --model "$src" --chunk 16,0
 expect "unknown option" "The following argument was not expected: --bogus" -- run --model "$src" --bogus
+expect "speculation without read-ahead" "--no-prefetch excludes --speculate" -- run --model "$src" --speculate --no-prefetch
 
 echo "cli_errors: $passed passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -183,6 +183,52 @@ TEST_P(ReuseTest, SelectionPrefetchChangesOnlyWhenBytesAreRead) {
   }
 }
 
+// Speculation (ITF) reads the K and V of the chunks holding the last trusted
+// layer's agreed tokens ahead with the probe keys: attention sees the same
+// KV, the selection the same sets, and on a store that reads everything from
+// disk the bytes differ by exactly the guess's cost: a guessed chunk reads K
+// and V instead of its probe keys, and then nothing more if it was needed.
+TEST_P(ReuseTest, SpeculationChangesOnlyWhichBytesAreReadAhead) {
+  TempDir dir;
+  auto geometry = (*PrefixStore::Open(*model_, Options(dir.path())))->geometry();
+  const int64_t kb = static_cast<int64_t>(geometry.KeyBytes()), pb = static_cast<int64_t>(geometry.ProbeBytes());
+  System never = Named("impress-itf", 0.1), always = never, chunked = never;
+  never.select.alpha = 0;
+  always.select.alpha = 1000;
+  chunked.select.alpha = 1000;
+  chunked.select.unit = ItfUnit::kChunk;
+  const System systems[] = {always, chunked, never, Named("impress-itf", 1.0), Named("h2o-lfu", 0.1)};
+  for (const System& sys : systems) {
+    SCOPED_TRACE(sys.name + " retention " + std::to_string(sys.select.retention) + " alpha " +
+                 std::to_string(sys.select.alpha));
+    RequestTrace on, off;
+    at::Tensor with = OnStoredPrefix(sys, &on, RequestOptions{true, true});
+    at::Tensor without = OnStoredPrefix(sys, &off, RequestOptions{true, false});
+    EXPECT_TRUE(with.equal(without));
+    EXPECT_EQ(on.layer_kv_chunks, off.layer_kv_chunks);
+    EXPECT_EQ(on.load.chunks, off.load.chunks);
+    EXPECT_EQ(on.load.disk_chunks, off.load.disk_chunks);
+    for (int l = 0; l < model_->config().num_layers; ++l) {
+      EXPECT_EQ(on.selection.kept[l], off.selection.kept[l]) << "layer " << l;
+      EXPECT_EQ(on.selection.fallbacks[l], off.selection.fallbacks[l]) << "layer " << l;
+    }
+    EXPECT_EQ(off.speculated_chunks, 0);
+    EXPECT_LE(on.speculated_used, on.speculated_chunks);
+    const bool trusts = sys.select.kind == SelectorKind::kItf && sys.select.alpha > 1 && sys.select.retention < 1;
+    if (!trusts) {  // nothing agreed, or nothing to guess: the same reads
+      EXPECT_EQ(on.speculated_chunks, 0);
+      EXPECT_EQ(on.load.bytes[2], off.load.bytes[2]);
+      continue;
+    }
+    // Every layer after the first guesses from the one before.
+    EXPECT_GE(on.speculated_chunks, model_->config().num_layers - 1);
+    // In a trained model adjacent layers attend alike: most guesses are needed.
+    if (GetParam() == "smollm2") EXPECT_GE(2 * on.speculated_used, on.speculated_chunks);
+    const int64_t spec = on.speculated_chunks, used = on.speculated_used;
+    EXPECT_EQ(on.load.bytes[2], off.load.bytes[2] + (spec - used) * 2 * kb - spec * pb);
+  }
+}
+
 // The spread probe layout from the store: the store copies the keys of the
 // KV heads the probe heads use, an untrusted probe reads just those on top of
 // H2O's reads and answers as H2O does, a trusted one reads no other keys, and

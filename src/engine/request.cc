@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -119,17 +120,19 @@ class ReuseKv final : public KvProvider {
 // what is read in the lease's stored order is put back in token order first,
 // and chosen tokens are found in the stored order through the lease's slots.
 // With prefetch, each layer's first read (keys or probe keys) is made while
-// the layer before computes.
+// the layer before computes; with speculation (ITF) it also takes the K and V
+// of the chunks holding the last trusted layer's agreed tokens.
 class StoreSelector {
  public:
   StoreSelector(PrefixStore& store, const Model& model, const PrefixLease& lease, const SelectorOptions& opt,
-                bool record_importance, bool prefetch, RequestTrace* trace)
+                bool record_importance, const RequestOptions& ro, RequestTrace* trace)
       : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), opt_(opt),
-        record_(record_importance), prefetch_(prefetch), trace_(trace),
+        record_(record_importance), prefetch_(ro.prefetch), trace_(trace), guess_(model.config().num_layers),
         first_reads_(model.config().num_layers, [this](int l) { return ReadFirst(l); }) {
     const int64_t p = static_cast<int64_t>(chunks_.size()) * store_.geometry().chunk_tokens;
     whole_ = opt_.kind == SelectorKind::kFull || RetainedTokens(opt_.retention, p) >= p;
     first_parts_ = whole_ ? (kKeys | kValues) : opt_.kind == SelectorKind::kItf ? kProbeKeys : kKeys;
+    speculate_ = ro.speculate && prefetch_ && !whole_ && opt_.kind == SelectorKind::kItf;
     if (prefetch_) first_reads_.Start(0);
   }
 
@@ -143,7 +146,11 @@ class StoreSelector {
     SelectedPrefix s = Select(qkv);
     trace_->select_ms += Ms(t0, Clock::now()) - (trace_->io_ms - io_before);
     trace_->selection.Add(qkv.layer, s);
-    if (prefetch_ && status_.ok()) first_reads_.Start(qkv.layer + 1);
+    if (prefetch_ && status_.ok()) {
+      const size_t next = static_cast<size_t>(qkv.layer) + 1;
+      if (speculate_ && next < guess_.size()) guess_[next] = last_guess_;  // before its reader starts
+      first_reads_.Start(qkv.layer + 1);
+    }
     return s;
   }
   const Status& status() const { return status_; }
@@ -151,14 +158,26 @@ class StoreSelector {
  private:
   // The part of a layer's read that its queries do not decide: every
   // chunk's keys (H2O), the probe keys (ITF), or keys and values (retention
-  // 1). It can be read before the layer's queries exist.
+  // 1). It can be read before the layer's queries exist. With speculation,
+  // the K and V of the chunks guess_[l] names come first.
   struct FirstRead {
     Status status;
     std::vector<PrefixStore::Parts> parts;
     LoadStats stats;
+    std::vector<int64_t> guessed;  // chunk indices whose K and V were read on the guess, ascending
   };
   FirstRead ReadFirst(int l) {
     FirstRead r;
+    r.parts.resize(chunks_.size());
+    if (speculate_ && guess_[l].tokens.defined()) {
+      r.guessed = GuessedChunks(guess_[l], l);
+      std::vector<uint64_t> ids;
+      for (int64_t i : r.guessed) ids.push_back(chunks_[i]);
+      std::vector<PrefixStore::Parts> sub;
+      r.status = store_.Fetch(ids, l, kKeys | kValues, &sub, &r.stats);
+      if (!r.status.ok()) return r;
+      for (size_t j = 0; j < r.guessed.size(); ++j) r.parts[r.guessed[j]] = std::move(sub[j]);
+    }
     r.status = store_.Fetch(chunks_, l, first_parts_, &r.parts, &r.stats);
     return r;
   }
@@ -173,6 +192,8 @@ class StoreSelector {
       return false;
     }
     *parts = std::move(r.parts);
+    trace_->speculated_chunks += static_cast<int64_t>(r.guessed.size());
+    guessed_ = std::move(r.guessed);
     return true;
   }
 
@@ -201,8 +222,10 @@ class StoreSelector {
       if (d.trusted) {
         Record(l, imp, qkv.q.size(1));
         const at::Tensor agreed = d.agreed.cpu();
+        last_guess_.tokens = agreed;
         at::Tensor slots = store_.SlotsOf(lease_, l, agreed);
         std::vector<int64_t> need = Chunks(slots, c);
+        last_guess_.chunks = static_cast<int64_t>(need.size());
         if (!FetchSome(l, kKeys | kValues, need, &parts)) return {};
         CountImportant(l, slots, c, need, parts);
         at::Tensor local = Local(slots, need, c);
@@ -311,6 +334,7 @@ class StoreSelector {
                       const std::vector<PrefixStore::Parts>& parts) {
     trace_->important_share_sum += static_cast<double>(tokens.numel()) / c;
     for (int64_t i : need) trace_->kv_chunk_tier[static_cast<int>(parts[i].tier)]++;
+    for (int64_t i : guessed_) trace_->speculated_used += std::binary_search(need.begin(), need.end(), i);
     if (trace_->layer_kv_chunks.size() <= static_cast<size_t>(l)) trace_->layer_kv_chunks.resize(l + 1, 0);
     trace_->layer_kv_chunks[l] += static_cast<int64_t>(need.size());
     trace_->prefix_chunks = static_cast<int64_t>(chunks_.size());
@@ -335,6 +359,36 @@ class StoreSelector {
   Status status_;
   bool whole_;           // k covers the prefix: every layer loads in full
   uint8_t first_parts_;  // ChunkPart bits of every layer's first read
+  bool speculate_;       // RequestOptions::speculate, where it applies
+  // A layer's guess at the next one's chunks: its agreed tokens and how many
+  // chunks they took in its own stored order.
+  struct Guess {
+    at::Tensor tokens;   // token positions, host
+    int64_t chunks = 0;
+  };
+  // As many chunks as the guessing layer read, those holding most of its
+  // tokens in layer l's stored order (ties: the earlier, which reordering
+  // makes the more important), ascending. After reordering each layer has
+  // its own order, and the guessing layer's less important tokens scatter
+  // over the rest of layer l's chunks; in token order this takes nearly all
+  // the chunks holding a guessed token, as layer l will.
+  std::vector<int64_t> GuessedChunks(const Guess& g, int l) const {
+    const int64_t c = store_.geometry().chunk_tokens;
+    std::vector<int64_t> count(chunks_.size(), 0), order;
+    at::Tensor slots = store_.SlotsOf(lease_, l, g.tokens);
+    auto acc = slots.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;
+    for (size_t i = 0; i < count.size(); ++i)
+      if (count[i] > 0) order.push_back(static_cast<int64_t>(i));
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return count[a] > count[b]; });
+    order.resize(std::min<size_t>(order.size(), static_cast<size_t>(g.chunks)));
+    std::sort(order.begin(), order.end());
+    return order;
+  }
+  // Per layer: the guess its first read takes K and V for; written before that read starts.
+  std::vector<Guess> guess_;
+  Guess last_guess_;              // the last trusted layer's
+  std::vector<int64_t> guessed_;  // the current layer's chunks read on the guess
   LayerReads<FirstRead> first_reads_;  // last: it waits for running reads before the rest goes
 };
 
@@ -443,7 +497,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     computed = dense.get();
     *kv_out = std::move(dense);
   } else {
-    StoreSelector selector(*store, model, lease, system.select, system.reorder, opt.prefetch, trace);
+    StoreSelector selector(*store, model, lease, system.select, system.reorder, opt, trace);
     auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
     last = LastLogProbs(model.Forward(rest, m, *selected));
     load_error = selector.status();

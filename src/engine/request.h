@@ -44,6 +44,10 @@ struct RequestTrace {
   double important_share_sum = 0;  // over chunks read for selection (kv_chunks()): selected tokens / C
   int64_t kv_chunk_tier[3] = {0, 0, 0};  // those chunks by the tier their K/V came from (GPU, CPU, disk)
   std::vector<int64_t> layer_kv_chunks;  // per layer: chunks whose K or V a selection read
+  // RequestOptions::speculate: (chunk, layer) pairs whose K/V were read ahead
+  // on a guess, and of those the ones the layer's selection then needed.
+  int64_t speculated_chunks = 0;
+  int64_t speculated_used = 0;
   int64_t prefix_chunks = 0;             // chunks of the matched prefix (per layer)
   // (chunk, layer) pairs whose K or V a selection read, over all layers.
   int64_t kv_chunks() const;
@@ -55,6 +59,12 @@ struct RequestOptions {
   // Read ahead while layer l computes: all of layer l+1 under full reuse; under
   // selection the part its queries do not decide (keys, or probe keys).
   bool prefetch = true;
+  // ITF systems, with prefetch: layer l+1's read ahead also takes the K and V
+  // of the chunks holding the tokens that the last trusted layer agreed on,
+  // a guess at layer l+1's set (beyond the paper). It changes which bytes are
+  // read and when, never what attention sees: chunks the guess misses are
+  // read after the layer's selection, chunks it wrongly names cost bytes.
+  bool speculate = false;
 };
 
 // Runs `context` (token ids) and returns the log-probabilities after its last

@@ -32,6 +32,7 @@ struct SystemRun {
   int64_t kv_tier[3] = {0, 0, 0};        // ... by the tier they came from (Fig. 21)
   std::vector<int64_t> layer_kv_chunks;  // per layer: chunks whose K/V a selection read
   int64_t prefix_chunks = 0;             // chunks available per layer, summed over requests
+  int64_t speculated = 0, speculated_used = 0;  // RequestTrace's, summed
   SelectionCounters selection;
   bool reorder = false;
   int64_t reorder_passes = 0;
@@ -61,6 +62,8 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   for (size_t l = 0; l < t.layer_kv_chunks.size() && l < layer_kv_chunks.size(); ++l)
     layer_kv_chunks[l] += t.layer_kv_chunks[l];
   prefix_chunks += t.prefix_chunks;
+  speculated += t.speculated_chunks;
+  speculated_used += t.speculated_used;
 }
 
 nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
@@ -92,6 +95,8 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
       {"fallback_share", selection.FallbackShare()},
       {"important_share_of_chunks_read", selected_chunks ? important_sum / selected_chunks : 0},
       {"layer_kept_share", layer_kept}, {"layer_kv_load_ratio", layer_load}, {"layer_fallback_share", layer_fallback},
+      {"speculated_chunks_per_request", n ? double(speculated) / n : 0},
+      {"speculated_used_share", speculated ? double(speculated_used) / speculated : 0},
       {"per_request", per_request}};
   if (reorder) {
     const ReorderFootprint& f = footprint;
@@ -158,7 +163,7 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
                       {"gpu_cache", o.gpu_cache}, {"cpu_cache", o.cpu_cache}, {"retention", o.retention},
                       {"alpha", o.alpha}, {"itf_unit", o.itf_unit}, {"probe_layout", o.probe_layout}, {"disk_bw", o.disk_bw}, {"h2d_bw", o.h2d_bw}, {"seed", o.seed},
                       {"mean", o.mean}, {"spread", o.spread}, {"device", m.device().is_cuda() ? "cuda" : "cpu"},
-                      {"prefetch", o.prefetch}, {"kv_bytes_per_token", m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)}};
+                      {"prefetch", o.prefetch}, {"speculate", o.speculate}, {"kv_bytes_per_token", m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)}};
   result["runs"] = nlohmann::json::array();
   for (const System& system : systems) {
     SystemRun run;
@@ -197,7 +202,7 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       RequestTrace trace;
       std::unique_ptr<RewindableKv> kv;
       ASSIGN_OR_RETURN(at::Tensor last, RunRequest(system, m, store.get(), ctx.ids, storable, &kv, &trace,
-                                                   RequestOptions{o.prefetch}));
+                                                   RequestOptions{o.prefetch, o.speculate}));
       ASSIGN_OR_RETURN(DocScore score, ScoreChoices(m, tok, ctx, last, *kv, doc));
       progress.Update(static_cast<int64_t>(i) + 1);
       if (reorderer && static_cast<int>(i) + 1 == o.warmup) {
@@ -247,13 +252,13 @@ void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
                c.value("model", std::string("?")).c_str(), c["task"].get<std::string>().c_str(), c["pool"].get<int>(),
                c["prefix_tokens"].get<int>(), c["requests"].get<int>(), c["warmup"].get<int>(), c["chunk"].get<int>(),
                c["kv_dtype"].get<std::string>().c_str());
-  std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s%s\n\n",
+  std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s%s%s\n\n",
                Size(c["gpu_cache"].get<double>()).c_str(),
                c["device"] == "cuda" ? "CUDA" : "emulated in host memory", Size(c["cpu_cache"].get<double>()).c_str(),
                Size(c["disk_bw"].get<double>()).c_str(), Size(c["h2d_bw"].get<double>()).c_str(),
                c["kv_bytes_per_token"].get<long long>(), c["retention"].get<double>(), c["alpha"].get<double>(),
                c.value("itf_unit", std::string("token")).c_str(), c.value("probe_layout", std::string("first")).c_str(),
-               c.value("prefetch", true) ? "" : "; no prefetch");
+               c.value("prefetch", true) ? "" : "; no prefetch", c.value("speculate", false) ? "; speculative K/V" : "");
   std::fprintf(out, "| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | select ms | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
   std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& r : result["runs"]) {
@@ -266,6 +271,13 @@ void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
                  r["hit_rate"]["gpu"].get<double>(), r["hit_rate"]["cpu"].get<double>(), r["chunk_loads"].get<long long>(),
                  r["chunks_read"].get<long long>(), r["kv_chunks_per_request"].get<double>(), r["kv_hit_gpu"].get<double>(),
                  r["kept_share"].get<double>(), r["fallback_share"].get<double>(), r["acc"].get<double>());
+  }
+  // Speculative K/V reads: how many, and how many the selection then needed.
+  for (const auto& r : result["runs"]) {
+    if (r.value("speculated_chunks_per_request", 0.0) <= 0) continue;
+    std::fprintf(out, "\n%s speculative K/V: %.1f (chunk, layer) pairs read ahead per request, %.1f%% of them needed\n",
+                 r["system"].get<std::string>().c_str(), r["speculated_chunks_per_request"].get<double>(),
+                 100.0 * r["speculated_used_share"].get<double>());
   }
   // Reordering: what it rewrote, and its metadata against the chunks it describes.
   for (const auto& r : result["runs"]) {

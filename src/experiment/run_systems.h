@@ -37,6 +37,7 @@ struct RunConfig {
   std::string probe_layout = "first";              // IMPRESS probe heads: "first" (the paper) or "spread"
   uint64_t seed = 1234;
   bool prefetch = true;
+  bool speculate = false;                          // ITF systems: RequestOptions::speculate
   int reorder_every = 0;                           // RO systems: background pass every N requests (0: never)
 };
 
