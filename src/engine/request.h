@@ -63,7 +63,8 @@ struct RequestOptions {
   // of the chunks holding the tokens that the last trusted layer agreed on,
   // a guess at layer l+1's set (beyond the paper). It changes which bytes are
   // read and when, never what attention sees: chunks the guess misses are
-  // read after the layer's selection, chunks it wrongly names cost bytes.
+  // read after the layer's selection, chunks it wrongly names cost bytes
+  // (and count as accesses to the cache policies, as every read does).
   bool speculate = false;
 };
 
