@@ -70,9 +70,11 @@ for n in 2048 8192; do
   python3 scripts/bench_prefill.py --model "$big" --tokens $n --device cuda --dtype float16 --repeats 5
 done
 if [ -d "${DATA_DIR:-}" ]; then
-  step "impress run on CUDA: recomp vs as, PIQA, 4 prefixes of 2K tokens, caches smaller than the pool"
-  build-gpu/impress run --model "$big" --task piqa --data "$DATA_DIR" --system recomp,as --pool 4 --prefix-tokens 2048 \
-    --requests 24 --warmup 4 --gpu-cache 256M --cpu-cache 512M --store /tmp/gpu-store --device cuda --dtype float16 \
-    --json "$logdir/run_cuda.json"
+  step "impress run on CUDA: every system, PIQA, 4 prefixes of 2K tokens, caches smaller than the pool"
+  run=(build-gpu/impress run --model "$big" --task piqa --data "$DATA_DIR" --pool 4 --prefix-tokens 2048 --requests 24
+       --warmup 4 --gpu-cache 256M --cpu-cache 512M --store /tmp/gpu-store --device cuda --dtype float16)
+  "${run[@]}" --system recomp,as,h2o-lfu,impress-itf,impress --json "$logdir/run_cuda.json"
+  step "the same, IMPRESS with speculative K/V reads"
+  "${run[@]}" --system h2o-lfu,impress-itf,impress --speculate --json "$logdir/run_cuda_speculate.json"
 fi
 step done
