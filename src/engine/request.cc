@@ -121,7 +121,7 @@ class ReuseKv final : public KvProvider {
 // and chosen tokens are found in the stored order through the lease's slots.
 // With prefetch, each layer's first read (keys or probe keys) is made while
 // the layer before computes; with speculation (ITF) it also takes the K and V
-// of the chunks holding the last trusted layer's agreed tokens.
+// of the chunks where the last trusted layer's agreed tokens are likeliest.
 class StoreSelector {
  public:
   StoreSelector(PrefixStore& store, const Model& model, const PrefixLease& lease, const SelectorOptions& opt,
@@ -156,6 +156,31 @@ class StoreSelector {
   const Status& status() const { return status_; }
 
  private:
+  // A layer's guess at the next one's chunks: its agreed tokens and how many
+  // chunks they took in its own stored order.
+  struct Guess {
+    at::Tensor tokens;   // token positions, host
+    int64_t chunks = 0;
+  };
+  // As many chunks as the guessing layer read, those holding most of its
+  // tokens in layer l's stored order (ties: the earlier, which reordering
+  // makes the more important), ascending. After reordering each layer has
+  // its own order, and the guessing layer's less important tokens scatter
+  // over the rest of layer l's chunks; in token order this takes nearly all
+  // the chunks holding a guessed token, as layer l will.
+  std::vector<int64_t> GuessedChunks(const Guess& g, int l) const {
+    const int64_t c = store_.geometry().chunk_tokens;
+    std::vector<int64_t> count(chunks_.size(), 0), order;
+    at::Tensor slots = store_.SlotsOf(lease_, l, g.tokens);
+    auto acc = slots.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;
+    for (size_t i = 0; i < count.size(); ++i)
+      if (count[i] > 0) order.push_back(static_cast<int64_t>(i));
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return count[a] > count[b]; });
+    order.resize(std::min<size_t>(order.size(), static_cast<size_t>(g.chunks)));
+    std::sort(order.begin(), order.end());
+    return order;
+  }
   // The part of a layer's read that its queries do not decide: every
   // chunk's keys (H2O), the probe keys (ITF), or keys and values (retention
   // 1). It can be read before the layer's queries exist. With speculation,
@@ -360,31 +385,6 @@ class StoreSelector {
   bool whole_;           // k covers the prefix: every layer loads in full
   uint8_t first_parts_;  // ChunkPart bits of every layer's first read
   bool speculate_;       // RequestOptions::speculate, where it applies
-  // A layer's guess at the next one's chunks: its agreed tokens and how many
-  // chunks they took in its own stored order.
-  struct Guess {
-    at::Tensor tokens;   // token positions, host
-    int64_t chunks = 0;
-  };
-  // As many chunks as the guessing layer read, those holding most of its
-  // tokens in layer l's stored order (ties: the earlier, which reordering
-  // makes the more important), ascending. After reordering each layer has
-  // its own order, and the guessing layer's less important tokens scatter
-  // over the rest of layer l's chunks; in token order this takes nearly all
-  // the chunks holding a guessed token, as layer l will.
-  std::vector<int64_t> GuessedChunks(const Guess& g, int l) const {
-    const int64_t c = store_.geometry().chunk_tokens;
-    std::vector<int64_t> count(chunks_.size(), 0), order;
-    at::Tensor slots = store_.SlotsOf(lease_, l, g.tokens);
-    auto acc = slots.accessor<int64_t, 1>();
-    for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;
-    for (size_t i = 0; i < count.size(); ++i)
-      if (count[i] > 0) order.push_back(static_cast<int64_t>(i));
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return count[a] > count[b]; });
-    order.resize(std::min<size_t>(order.size(), static_cast<size_t>(g.chunks)));
-    std::sort(order.begin(), order.end());
-    return order;
-  }
   // Per layer: the guess its first read takes K and V for; written before that read starts.
   std::vector<Guess> guess_;
   Guess last_guess_;              // the last trusted layer's
