@@ -399,6 +399,12 @@ at::Tensor PrefixStore::StackChunks(const std::vector<at::Tensor>& parts) const 
 
 Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_t parts, std::vector<Parts>* out,
                           LoadStats* stats) {
+  return Fetch(chunks, layer, std::vector<uint8_t>(chunks.size(), parts), out, stats);
+}
+
+Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, const std::vector<uint8_t>& parts,
+                          std::vector<Parts>* out, LoadStats* stats) {
+  IMPRESS_CHECK(parts.size() == chunks.size());
   out->resize(chunks.size());
   const size_t kb = geo_.KeyBytes(), pb = geo_.ProbeBytes();
   auto opts = at::TensorOptions().dtype(kv_type_);
@@ -408,9 +414,9 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_
   for (size_t i = 0; i < chunks.size(); ++i) {
     Parts& p = (*out)[i];
     uint8_t missing = 0;
-    if ((parts & kKeys) && !p.k.defined()) missing |= kKeys;
-    if ((parts & kValues) && !p.v.defined()) missing |= kValues;
-    if ((parts & kProbeKeys) && !p.probe.defined() && !p.k.defined()) missing |= kProbeKeys;
+    if ((parts[i] & kKeys) && !p.k.defined()) missing |= kKeys;
+    if ((parts[i] & kValues) && !p.v.defined()) missing |= kValues;
+    if ((parts[i] & kProbeKeys) && !p.probe.defined() && !p.k.defined()) missing |= kProbeKeys;
     if (!missing) continue;
     Tier tier;
     if (!p.k.defined() && !p.v.defined()) {  // untouched: the caches may hold it whole

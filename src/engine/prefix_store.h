@@ -163,9 +163,12 @@ class PrefixStore {
   // Makes `parts` (bits of ChunkPart) present for every chunk: a cached chunk
   // gives keys and values (and probe keys as a slice of its keys), a missing
   // one is read from disk, only the parts asked for. A chunk whose keys and
-  // values have both come from disk is then cached.
+  // values have both come from disk is then cached. One batch of disk reads.
   Status Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_t parts, std::vector<Parts>* out,
                LoadStats* stats);
+  // The same with the parts asked for per chunk (`parts[i]` for chunks[i]).
+  Status Fetch(const std::vector<uint64_t>& chunks, int layer, const std::vector<uint8_t>& parts,
+               std::vector<Parts>* out, LoadStats* stats);
   // Tells the score policy that every token of `chunks` was used (no effect
   // under LRU and LFU). Every load that is not a selection reports this way.
   void ObserveWhole(const std::vector<uint64_t>& chunks, int layer);

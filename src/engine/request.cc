@@ -127,7 +127,7 @@ class StoreSelector {
   StoreSelector(PrefixStore& store, const Model& model, const PrefixLease& lease, const SelectorOptions& opt,
                 bool record_importance, const RequestOptions& ro, RequestTrace* trace)
       : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), opt_(opt),
-        record_(record_importance), prefetch_(ro.prefetch), trace_(trace), guess_(model.config().num_layers),
+        record_(record_importance), prefetch_(ro.prefetch), trace_(trace),
         first_reads_(model.config().num_layers, [this](int l) { return ReadFirst(l); }) {
     const int64_t p = static_cast<int64_t>(chunks_.size()) * store_.geometry().chunk_tokens;
     whole_ = opt_.kind == SelectorKind::kFull || RetainedTokens(opt_.retention, p) >= p;
@@ -146,11 +146,7 @@ class StoreSelector {
     SelectedPrefix s = Select(qkv);
     trace_->select_ms += Ms(t0, Clock::now()) - (trace_->io_ms - io_before);
     trace_->selection.Add(qkv.layer, s);
-    if (prefetch_ && status_.ok()) {
-      const size_t next = static_cast<size_t>(qkv.layer) + 1;
-      if (speculate_ && next < guess_.size()) guess_[next] = last_guess_;  // before its reader starts
-      first_reads_.Start(qkv.layer + 1);
-    }
+    if (prefetch_ && status_.ok()) first_reads_.Start(qkv.layer + 1);
     return s;
   }
   const Status& status() const { return status_; }
@@ -184,7 +180,8 @@ class StoreSelector {
   // The part of a layer's read that its queries do not decide: every
   // chunk's keys (H2O), the probe keys (ITF), or keys and values (retention
   // 1). It can be read before the layer's queries exist. With speculation,
-  // the K and V of the chunks guess_[l] names come first.
+  // it takes the K and V of the chunks last_guess_ names instead of their
+  // probe keys, in the same batch.
   struct FirstRead {
     Status status;
     std::vector<PrefixStore::Parts> parts;
@@ -193,17 +190,12 @@ class StoreSelector {
   };
   FirstRead ReadFirst(int l) {
     FirstRead r;
-    r.parts.resize(chunks_.size());
-    if (speculate_ && guess_[l].tokens.defined()) {
-      r.guessed = GuessedChunks(guess_[l], l);
-      std::vector<uint64_t> ids;
-      for (int64_t i : r.guessed) ids.push_back(chunks_[i]);
-      std::vector<PrefixStore::Parts> sub;
-      r.status = store_.Fetch(ids, l, kKeys | kValues, &sub, &r.stats);
-      if (!r.status.ok()) return r;
-      for (size_t j = 0; j < r.guessed.size(); ++j) r.parts[r.guessed[j]] = std::move(sub[j]);
+    std::vector<uint8_t> want(chunks_.size(), first_parts_);
+    if (speculate_ && last_guess_.tokens.defined()) {
+      r.guessed = GuessedChunks(last_guess_, l);
+      for (int64_t i : r.guessed) want[i] = kKeys | kValues;
     }
-    r.status = store_.Fetch(chunks_, l, first_parts_, &r.parts, &r.stats);
+    r.status = store_.Fetch(chunks_, l, want, &r.parts, &r.stats);
     return r;
   }
   // Layer l's first read: the prefetched one, else read now.
@@ -385,9 +377,10 @@ class StoreSelector {
   bool whole_;           // k covers the prefix: every layer loads in full
   uint8_t first_parts_;  // ChunkPart bits of every layer's first read
   bool speculate_;       // RequestOptions::speculate, where it applies
-  // Per layer: the guess its first read takes K and V for; written before that read starts.
-  std::vector<Guess> guess_;
-  Guess last_guess_;              // the last trusted layer's
+  // The last trusted layer's. Layer l+1's first read (on another thread)
+  // runs between Start(l + 1), after layer l's Select, and layer l+1's
+  // Select, which takes that read before it writes here.
+  Guess last_guess_;
   std::vector<int64_t> guessed_;  // the current layer's chunks read on the guess
   LayerReads<FirstRead> first_reads_;  // last: it waits for running reads before the rest goes
 };
