@@ -38,6 +38,31 @@ class ReuseTest : public testing::ModelStoreTest {
     EXPECT_EQ(t->reused_tokens, 160);
     return r.ok() ? *r : at::Tensor();
   }
+  // impress-itf at 10% that never trusts its probes (alpha 0), always does
+  // (a huge alpha puts t near 0), and always does with the chunk unit.
+  struct ItfVariants {
+    System never, always, chunked;
+  };
+  static ItfVariants Itf() {
+    ItfVariants v{Named("impress-itf", 0.1), Named("impress-itf", 0.1), Named("impress-itf", 0.1)};
+    v.never.select.alpha = 0;
+    v.always.select.alpha = v.chunked.select.alpha = 1000;
+    v.chunked.select.unit = ItfUnit::kChunk;
+    return v;
+  }
+  // Two runs of one system that must agree on what attention saw and on
+  // every selection: logits, K/V chunks per layer, chunks served, kept tokens
+  // and fallbacks per layer.
+  void ExpectSameSelection(const at::Tensor& a, const RequestTrace& at, const at::Tensor& b, const RequestTrace& bt) {
+    EXPECT_TRUE(a.equal(b));
+    EXPECT_EQ(at.layer_kv_chunks, bt.layer_kv_chunks);
+    EXPECT_EQ(at.load.chunks, bt.load.chunks);
+    EXPECT_EQ(at.load.disk_chunks, bt.load.disk_chunks);
+    for (int l = 0; l < model_->config().num_layers; ++l) {
+      EXPECT_EQ(at.selection.kept[l], bt.selection.kept[l]) << "layer " << l;
+      EXPECT_EQ(at.selection.fallbacks[l], bt.selection.fallbacks[l]) << "layer " << l;
+    }
+  }
 };
 
 TEST_P(ReuseTest, FullReuseEqualsRecompute) {
@@ -121,9 +146,7 @@ TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
   EXPECT_TRUE(run(Named("h2o-lru", 1.0), &h1_t).equal(as));
   EXPECT_TRUE(run(Named("impress-itf", 1.0), &i1_t).equal(as));
   at::Tensor h2o = run(Named("h2o-lfu", 0.1), &h_t);
-  System never = Named("impress-itf", 0.1);
-  never.select.alpha = 0;
-  at::Tensor itf = run(never, &i_t);
+  at::Tensor itf = run(Itf().never, &i_t);
   EXPECT_LE(h_t.load.bytes[2], as_t.load.bytes[2]);
   EXPECT_TRUE(itf.equal(h2o));
   const int64_t layers = model_->config().num_layers;
@@ -158,28 +181,17 @@ TEST_P(ReuseTest, SelectionPrefetchChangesOnlyWhenBytesAreRead) {
   auto run = [&](const System& sys, bool prefetch, RequestTrace* t) {
     return OnStoredPrefix(sys, t, RequestOptions{prefetch});
   };
-  System never = Named("impress-itf", 0.1), always = never, chunked = never;
-  never.select.alpha = 0;
-  always.select.alpha = 1000;
-  chunked.select.alpha = 1000;
-  chunked.select.unit = ItfUnit::kChunk;
-  const System systems[] = {Named("h2o-lfu", 0.1), Named("h2o-lru", 1.0), Named("impress-itf", 1.0), never, always,
-                            chunked};
+  const ItfVariants itf = Itf();
+  const System systems[] = {Named("h2o-lfu", 0.1), Named("h2o-lru", 1.0), Named("impress-itf", 1.0), itf.never,
+                            itf.always, itf.chunked};
   for (const System& sys : systems) {
     SCOPED_TRACE(sys.name + " retention " + std::to_string(sys.select.retention) + " alpha " +
                  std::to_string(sys.select.alpha));
     RequestTrace on, off;
     at::Tensor with = run(sys, true, &on), without = run(sys, false, &off);
-    EXPECT_TRUE(with.equal(without));
+    ExpectSameSelection(with, on, without, off);
     EXPECT_GT(on.load.bytes[2], 0);
     EXPECT_EQ(on.load.bytes[2], off.load.bytes[2]);
-    EXPECT_EQ(on.load.chunks, off.load.chunks);
-    EXPECT_EQ(on.load.disk_chunks, off.load.disk_chunks);
-    EXPECT_EQ(on.layer_kv_chunks, off.layer_kv_chunks);
-    for (int l = 0; l < model_->config().num_layers; ++l) {
-      EXPECT_EQ(on.selection.kept[l], off.selection.kept[l]) << "layer " << l;
-      EXPECT_EQ(on.selection.fallbacks[l], off.selection.fallbacks[l]) << "layer " << l;
-    }
   }
 }
 
@@ -192,26 +204,15 @@ TEST_P(ReuseTest, SpeculationChangesOnlyWhichBytesAreReadAhead) {
   TempDir dir;
   auto geometry = (*PrefixStore::Open(*model_, Options(dir.path())))->geometry();
   const int64_t kb = static_cast<int64_t>(geometry.KeyBytes()), pb = static_cast<int64_t>(geometry.ProbeBytes());
-  System never = Named("impress-itf", 0.1), always = never, chunked = never;
-  never.select.alpha = 0;
-  always.select.alpha = 1000;
-  chunked.select.alpha = 1000;
-  chunked.select.unit = ItfUnit::kChunk;
-  const System systems[] = {always, chunked, never, Named("impress-itf", 1.0), Named("h2o-lfu", 0.1)};
+  const ItfVariants itf = Itf();
+  const System systems[] = {itf.always, itf.chunked, itf.never, Named("impress-itf", 1.0), Named("h2o-lfu", 0.1)};
   for (const System& sys : systems) {
     SCOPED_TRACE(sys.name + " retention " + std::to_string(sys.select.retention) + " alpha " +
                  std::to_string(sys.select.alpha));
     RequestTrace on, off;
     at::Tensor with = OnStoredPrefix(sys, &on, RequestOptions{true, true});
     at::Tensor without = OnStoredPrefix(sys, &off, RequestOptions{true, false});
-    EXPECT_TRUE(with.equal(without));
-    EXPECT_EQ(on.layer_kv_chunks, off.layer_kv_chunks);
-    EXPECT_EQ(on.load.chunks, off.load.chunks);
-    EXPECT_EQ(on.load.disk_chunks, off.load.disk_chunks);
-    for (int l = 0; l < model_->config().num_layers; ++l) {
-      EXPECT_EQ(on.selection.kept[l], off.selection.kept[l]) << "layer " << l;
-      EXPECT_EQ(on.selection.fallbacks[l], off.selection.fallbacks[l]) << "layer " << l;
-    }
+    ExpectSameSelection(with, on, without, off);
     EXPECT_EQ(off.speculated_chunks, 0);
     EXPECT_LE(on.speculated_used, on.speculated_chunks);
     const bool trusts = sys.select.kind == SelectorKind::kItf && sys.select.alpha > 1 && sys.select.retention < 1;
@@ -253,9 +254,7 @@ TEST_P(ReuseTest, SpreadProbesReadTheKvHeadsTheyUse) {
     EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &warm).ok());
     return RunRequest(sys, *model_, store->get(), ctx, 160, &kv, t);
   };
-  System never = Named("impress-itf", 0.1), always = never;
-  never.select.alpha = 0;
-  always.select.alpha = 1000;
+  System never = Itf().never, always = Itf().always;
   never.select.probe_layout = always.select.probe_layout = ProbeLayout::kSpread;
   RequestTrace h_t, n_t, a_t;
   auto h2o = run(Named("h2o-lfu", 0.1), ProbeLayout::kSpread, &h_t);
