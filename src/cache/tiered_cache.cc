@@ -8,7 +8,7 @@
 namespace impress {
 
 StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& opt) {
-  if (opt.gpu_bytes < 0 || opt.cpu_bytes < 0) return Status::Error("cache capacities must not be negative");
+  if (opt.gpu_bytes < 0 || opt.cpu_bytes < 0) return Status::InvalidArgument("cache capacities must not be negative");
   auto c = std::unique_ptr<TieredCache>(new TieredCache());
   c->opt_ = opt;
   if (opt.policy == "score") {

@@ -34,7 +34,7 @@ int RunEval(EvalOptions o) {
   } else if (FindTask(o.task) != nullptr) {
     c.tasks.push_back(o.task);
   } else {
-    return Fail(Status::Error("--task: unknown task '" + o.task + "' (piqa, rte, copa, openbookqa, all)"));
+    return Fail(Status::InvalidArgument("--task: unknown task '" + o.task + "' (piqa, rte, copa, openbookqa, all)"));
   }
   auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
   if (!tok.ok()) return Fail(tok.status());
@@ -43,7 +43,7 @@ int RunEval(EvalOptions o) {
   std::ofstream samples;
   if (!o.samples_path.empty()) {
     samples.open(o.samples_path);
-    if (!samples) return Fail(Status::Error(o.samples_path + ": cannot write"));
+    if (!samples) return Fail(Status::IOError(o.samples_path + ": cannot write"));
     c.samples = &samples;
   }
   std::vector<nlohmann::ordered_json> results;

@@ -21,11 +21,11 @@ struct RegressOptions {
 
 StatusOr<nlohmann::ordered_json> ReadSpec(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return Status::Error(path + ": cannot read");
+  if (!in) return Status::NotFound(path + ": cannot read");
   try {
     return nlohmann::ordered_json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    return Status::Error(path + ": not JSON: " + e.what());
+    return Status::InvalidArgument(path + ": not JSON: " + e.what());
   }
 }
 

@@ -174,7 +174,7 @@ int RunReproduce(ReproduceOptions o) {
   }
   for (const auto& n : names)
     if (std::find(FigureRunner::Names().begin(), FigureRunner::Names().end(), n) == FigureRunner::Names().end())
-      return Fail(Status::Error("unknown figure '" + n + "' (" + Join(FigureRunner::Names(), ", ") + ", all)"));
+      return Fail(Status::InvalidArgument("unknown figure '" + n + "' (" + Join(FigureRunner::Names(), ", ") + ", all)"));
   FigureScale& s = o.scale;
   s.tasks = SplitList(o.tasks);
   Status parsed = o.tiers.Parse(&s.gpu_cache, &s.cpu_cache, &s.disk_bw, &s.h2d_bw);
@@ -194,7 +194,7 @@ int RunReproduce(ReproduceOptions o) {
   }
   std::error_code ec;
   std::filesystem::create_directories(o.out, ec);
-  if (ec) return Fail(Status::Error(o.out + ": cannot create: " + ec.message()));
+  if (ec) return Fail(Status::IOError(o.out + ": cannot create: " + ec.message()));
   FigureRunner runner(figure_models, s, o.data, o.store);
   for (const std::string& name : names) {
     const auto start = std::chrono::steady_clock::now();

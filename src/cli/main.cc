@@ -28,7 +28,7 @@ std::vector<std::string> SplitList(const std::string& s) {
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
   std::ofstream out(path);
-  if (!(out << text)) return Status::Error(path + ": cannot write");
+  if (!(out << text)) return Status::IOError(path + ": cannot write");
   return Status::OK();
 }
 
@@ -121,16 +121,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // One line, as every other bad input gets.
-    return impress::Fail(impress::Status::Error(std::string(e.what()) + " (--help lists the options)"));
+    return impress::Fail(impress::Status::InvalidArgument(std::string(e.what()) + " (--help lists the options)"));
   }
   try {
     for (auto& [cmd, run] : commands)
       if (cmd->parsed()) return run();
   } catch (const c10::Error& e) {
     std::string msg = e.what_without_backtrace();
-    return impress::Fail(impress::Status::Error("LibTorch: " + msg.substr(0, msg.find('\n'))));
+    return impress::Fail(impress::Status::Internal("LibTorch: " + msg.substr(0, msg.find('\n'))));
   } catch (const std::exception& e) {
-    return impress::Fail(impress::Status::Error(e.what()));
+    return impress::Fail(impress::Status::InvalidArgument(e.what()));
   }
   return 1;
 }

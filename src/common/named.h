@@ -22,7 +22,7 @@ StatusOr<E> ParseNamed(const std::vector<std::string>& names, const std::string&
                        const std::string& what) {
   for (size_t i = 0; i < names.size(); ++i)
     if (name == names[i]) return static_cast<E>(i);
-  return Status::Error(option + ": unknown " + what + " '" + name + "' (" + JoinNames(names) + ")");
+  return Status::InvalidArgument(option + ": unknown " + what + " '" + name + "' (" + JoinNames(names) + ")");
 }
 
 }  // namespace impress

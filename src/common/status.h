@@ -1,7 +1,8 @@
-// Status and StatusOr: expected failures (bad input, I/O, corruption) as values.
-// A failed Status carries one line of text that names the file and the problem,
-// e.g. "models/x/config.json: missing field 'hidden_size'". Programmer errors are
-// checks (IMPRESS_CHECK), not Status.
+// Status and StatusOr: expected failures (bad input, I/O, corruption) as values,
+// LevelDB's Status in spirit. A failed Status has a kind (StatusCode), which
+// callers branch on, and one line of text that names the file and the
+// problem, e.g. "models/x/config.json: missing field 'hidden_size'", which
+// is what a user sees. Programmer errors are checks (IMPRESS_CHECK), not Status.
 #pragma once
 
 #include <cstdio>
@@ -12,32 +13,52 @@
 
 namespace impress {
 
+// What kind of failure a Status is; callers branch on the kind, people read the message.
+enum class StatusCode {
+  kOk,
+  kInvalidArgument,  // bad input from the user: a flag, a model or data file that is not what it must be
+  kNotFound,         // a thing asked for is not there: a store, a chunk, a file
+  kCorruption,       // data this project stored is damaged: a failed checksum, a malformed record
+  kIOError,          // the operating system refused: open, read, write, sync, lock, space
+  kInternal,         // a broken invariant that reached a Status instead of a check
+};
+
 class Status {
  public:
   Status() = default;  // OK
   static Status OK() { return Status(); }
-  static Status Error(std::string message) { return Status(std::move(message)); }
+  static Status InvalidArgument(std::string message) { return Status(StatusCode::kInvalidArgument, std::move(message)); }
+  static Status NotFound(std::string message) { return Status(StatusCode::kNotFound, std::move(message)); }
+  static Status Corruption(std::string message) { return Status(StatusCode::kCorruption, std::move(message)); }
+  static Status IOError(std::string message) { return Status(StatusCode::kIOError, std::move(message)); }
+  static Status Internal(std::string message) { return Status(StatusCode::kInternal, std::move(message)); }
 
-  bool ok() const { return !message_.has_value(); }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  bool IsInvalidArgument() const { return code_ == StatusCode::kInvalidArgument; }
+  bool IsNotFound() const { return code_ == StatusCode::kNotFound; }
+  bool IsCorruption() const { return code_ == StatusCode::kCorruption; }
+  bool IsIOError() const { return code_ == StatusCode::kIOError; }
   const std::string& message() const {
     static const std::string kOk = "OK";
-    return ok() ? kOk : *message_;
+    return ok() ? kOk : message_;
   }
-  // Returns this error with "context: " in front; OK stays OK.
+  // Returns this error with "context: " in front, of the same kind; OK stays OK.
   Status WithContext(const std::string& context) const {
-    return ok() ? *this : Status(context + ": " + *message_);
+    return ok() ? *this : Status(code_, context + ": " + message_);
   }
 
  private:
-  explicit Status(std::string message) : message_(std::move(message)) {}
-  std::optional<std::string> message_;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
 };
 
 template <typename T>
 class StatusOr {
  public:
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
-    if (status_.ok()) status_ = Status::Error("StatusOr built from an OK Status without a value");
+    if (status_.ok()) status_ = Status::Internal("StatusOr built from an OK Status without a value");
   }
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
 

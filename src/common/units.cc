@@ -10,14 +10,14 @@ namespace impress {
 StatusOr<int64_t> ParseBytes(const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || v < 0 || !std::isfinite(v)) return Status::Error("'" + s + "' is not a size");
+  if (end == s.c_str() || v < 0 || !std::isfinite(v)) return Status::InvalidArgument("'" + s + "' is not a size");
   std::string unit(end);
   double mult = 1;
   if (unit == "K" || unit == "KB" || unit == "KiB") mult = 1024.0;
   else if (unit == "M" || unit == "MB" || unit == "MiB") mult = 1024.0 * 1024;
   else if (unit == "G" || unit == "GB" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
   else if (unit == "T" || unit == "TB" || unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (!unit.empty() && unit != "B") return Status::Error("'" + s + "': unknown unit '" + unit + "' (K, M, G, T)");
+  else if (!unit.empty() && unit != "B") return Status::InvalidArgument("'" + s + "': unknown unit '" + unit + "' (K, M, G, T)");
   return static_cast<int64_t>(v * mult);
 }
 

@@ -17,16 +17,16 @@ class Fields {
  public:
   explicit Fields(const json& j) : j_(j) {}
   StatusOr<std::string> Str(const char* key) const {
-    if (!j_.contains(key)) return Status::Error(std::string("missing field '") + key + "'");
-    if (!j_[key].is_string()) return Status::Error(std::string("field '") + key + "' is not a string");
+    if (!j_.contains(key)) return Status::InvalidArgument(std::string("missing field '") + key + "'");
+    if (!j_[key].is_string()) return Status::InvalidArgument(std::string("field '") + key + "' is not a string");
     return j_[key].get<std::string>();
   }
   StatusOr<int> Label(const char* key, int num_choices) const {
-    if (!j_.contains(key)) return Status::Error(std::string("missing field '") + key + "'");
-    if (!j_[key].is_number_integer()) return Status::Error(std::string("field '") + key + "' is not an integer");
+    if (!j_.contains(key)) return Status::InvalidArgument(std::string("missing field '") + key + "'");
+    if (!j_[key].is_number_integer()) return Status::InvalidArgument(std::string("field '") + key + "' is not an integer");
     int v = j_[key].get<int>();
     if (v < 0 || v >= num_choices)
-      return Status::Error(std::string("field '") + key + "' is " + std::to_string(v) + ", not in [0, " +
+      return Status::InvalidArgument(std::string("field '") + key + "' is " + std::to_string(v) + ", not in [0, " +
                            std::to_string(num_choices) + ")");
     return v;
   }
@@ -81,10 +81,10 @@ StatusOr<Doc> Copa(const Fields& f) {
   ASSIGN_OR_RETURN(std::string question, f.Str("question"));
   ASSIGN_OR_RETURN(d.gold, f.Label("label", 2));
   if (question != "cause" && question != "effect")
-    return Status::Error("field 'question' is '" + question + "', not 'cause' or 'effect'");
-  if (c1.empty() || c2.empty()) return Status::Error("field 'choice1' or 'choice2' is empty");
+    return Status::InvalidArgument("field 'question' is '" + question + "', not 'cause' or 'effect'");
+  if (c1.empty() || c2.empty()) return Status::InvalidArgument("field 'choice1' or 'choice2' is empty");
   std::string p = Strip(premise);
-  if (p.empty()) return Status::Error("field 'premise' is blank");
+  if (p.empty()) return Status::InvalidArgument("field 'premise' is blank");
   size_t last = p.size() - 1;  // drop the final character (one code point)
   while (last > 0 && (static_cast<unsigned char>(p[last]) & 0xC0) == 0x80) --last;
   d.text = p.substr(0, last) + (question == "cause" ? " because" : " therefore");
@@ -97,20 +97,20 @@ StatusOr<Doc> OpenBookQa(const Fields& f) {
   ASSIGN_OR_RETURN(d.text, f.Str("question_stem"));
   ASSIGN_OR_RETURN(std::string key, f.Str("answerKey"));
   const json& j = f.raw();
-  if (!j.contains("choices") || !j["choices"].is_object()) return Status::Error("missing object field 'choices'");
+  if (!j.contains("choices") || !j["choices"].is_object()) return Status::InvalidArgument("missing object field 'choices'");
   const json& c = j["choices"];
   if (!c.contains("text") || !c["text"].is_array() || !c.contains("label") || !c["label"].is_array() ||
       c["text"].size() != c["label"].size() || c["text"].empty())
-    return Status::Error("field 'choices' needs equal-length arrays 'text' and 'label'");
+    return Status::InvalidArgument("field 'choices' needs equal-length arrays 'text' and 'label'");
   key.erase(0, key.find_first_not_of(" \t\n\r\f\v"));  // answerKey.lstrip()
   d.gold = -1;
   for (size_t i = 0; i < c["text"].size(); ++i) {
     if (!c["text"][i].is_string() || !c["label"][i].is_string())
-      return Status::Error("field 'choices' holds a non-string");
+      return Status::InvalidArgument("field 'choices' holds a non-string");
     d.choices.push_back(c["text"][i].get<std::string>());
     if (c["label"][i].get<std::string>() == key) d.gold = static_cast<int>(i);
   }
-  if (d.gold < 0) return Status::Error("answerKey '" + key + "' is not among choices.label");
+  if (d.gold < 0) return Status::InvalidArgument("answerKey '" + key + "' is not among choices.label");
   return d;
 }
 
@@ -144,13 +144,13 @@ std::string SplitPath(const std::string& data_dir, const TaskSpec& task, const s
 
 StatusOr<std::vector<Doc>> LoadSplit(const TaskSpec& task, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open (missing split? run 'make data')");
+  if (!in) return Status::NotFound(path + ": cannot open (missing split? run 'make data')");
   const Converter& convert = ConverterFor(task.name);
   std::vector<Doc> docs;
   std::string line;
   for (int lineno = 1; std::getline(in, line); ++lineno) {
     auto where = [&](const std::string& what) {
-      return Status::Error(path + ":" + std::to_string(lineno) + ": " + what);
+      return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": " + what);
     };
     if (line.empty()) continue;
     if (!ValidUtf8(line)) return where("invalid UTF-8");
@@ -165,7 +165,7 @@ StatusOr<std::vector<Doc>> LoadSplit(const TaskSpec& task, const std::string& pa
     if (!doc.ok()) return where(doc.status().message());
     docs.push_back(std::move(*doc));
   }
-  if (docs.empty()) return Status::Error(path + ": empty file, no documents");
+  if (docs.empty()) return Status::InvalidArgument(path + ": empty file, no documents");
   return docs;
 }
 

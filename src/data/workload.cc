@@ -59,7 +59,7 @@ StatusOr<std::vector<PooledPrefix>> BuildPrefixPool(const std::vector<Doc>& trai
       prefix.tokens = CountTokens(tok, prefix.text);
     }
     if (prefix.shots == 0)
-      return Status::Error("prefix pool: no example fits in " + std::to_string(opt.target_tokens) + " tokens");
+      return Status::InvalidArgument("prefix pool: no example fits in " + std::to_string(opt.target_tokens) + " tokens");
     pool.push_back(std::move(prefix));
   }
   return pool;

@@ -22,7 +22,7 @@ StatusOr<at::ScalarType> KvType(const std::string& s) {
   if (s == "float16") return at::kHalf;
   if (s == "bfloat16") return at::kBFloat16;
   if (s == "float32") return at::kFloat;
-  return Status::Error("--kv-dtype: unknown '" + s + "' (float16, bfloat16, float32)");
+  return Status::InvalidArgument("--kv-dtype: unknown '" + s + "' (float16, bfloat16, float32)");
 }
 
 uint32_t WeightsChecksum(const std::string& dir) {
@@ -54,7 +54,7 @@ PrefixStore::PrefixStore(const Model& model, const PrefixStoreOptions& opt)
     : model_(model), opt_(opt), tree_(opt.chunk_tokens) {}
 
 StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, const PrefixStoreOptions& opt) {
-  if (opt.chunk_tokens <= 0) return Status::Error("--chunk must be positive");
+  if (opt.chunk_tokens <= 0) return Status::InvalidArgument("--chunk must be positive");
   std::unique_ptr<PrefixStore> s(new PrefixStore(model, opt));
   ASSIGN_OR_RETURN(s->kv_type_, KvType(opt.kv_dtype));
   const ModelConfig& c = model.config();

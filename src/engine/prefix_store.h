@@ -53,6 +53,13 @@ struct LoadStats {
   int64_t hits[2] = {0, 0};          // GPU, CPU
   int64_t disk_chunks = 0;           // of those, read (in one or more parts) from disk
   int64_t bytes[3] = {0, 0, 0};      // served from GPU, CPU, disk
+  LoadStats& operator+=(const LoadStats& o) {
+    for (int i = 0; i < 3; ++i) bytes[i] += o.bytes[i];
+    for (int i = 0; i < 2; ++i) hits[i] += o.hits[i];
+    chunks += o.chunks;
+    disk_chunks += o.disk_chunks;
+    return *this;
+  }
 };
 
 // The stored prefix one request reads, fixed when the request starts: a

@@ -1,6 +1,5 @@
-// One request through a system: match -> select and load -> compute -> (after
-// the first token) store. Systems are compositions (DESIGN.md): whether stored
-// prefix KV is reused, which of it each layer loads, and the cache policy.
+// One request through a system (engine/systems.h): match -> select and load
+// -> compute -> (after the first token) store.
 #pragma once
 
 #include <string>
@@ -10,24 +9,14 @@
 
 #include "common/status.h"
 #include "engine/prefix_store.h"
+#include "engine/systems.h"
 #include "model/kv_provider.h"
+#include "select/method.h"
 #include "select/selector.h"
 
 namespace impress {
 
 class Model;
-
-struct System {
-  std::string name;            // one of SystemNames()
-  bool reuse = false;          // false: recompute the whole context
-  SelectorOptions select;      // which stored prefix KV each layer loads
-  std::string policy = "lru";  // cache policy of the GPU and CPU tiers
-  bool reorder = false;        // record importance for KV reordering (the caller runs the reorderer)
-};
-// recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress.
-const std::vector<std::string>& SystemNames();
-// The named system with the given retention and IMPRESS alpha.
-StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, double alpha = 0.6);
 
 // Timing and I/O of one request. TTFT runs from the request's start (prefix
 // lookup included) to the last context token's logits on the host.
@@ -51,7 +40,7 @@ struct RequestTrace {
   int64_t prefix_chunks = 0;             // chunks of the matched prefix (per layer)
   // (chunk, layer) pairs whose K or V a selection read, over all layers.
   int64_t kv_chunks() const;
-  bool recomputed_after_error = false;  // a stored chunk failed its checksum
+  bool recomputed_after_error = false;  // a stored chunk failed its checksum or was missing
   std::string error;       // that failure
 };
 
@@ -66,12 +55,18 @@ struct RequestOptions {
   // read after the layer's selection, chunks it wrongly names cost bytes
   // (and count as accesses to the cache policies, as every read does).
   bool speculate = false;
+  // Also told what every layer's selection ranked by and chose (may be null;
+  // on a failed read a layer reports an empty selection).
+  SelectionObserver* observer = nullptr;
 };
 
 // Runs `context` (token ids) and returns the log-probabilities after its last
 // token; `kv` ends holding what the context's tokens attend to, for scoring
 // continuations. The first `storable` tokens (the shared prefix) may be
-// reused and are stored. With selection, the stored copy of new chunks comes
+// reused and are stored. A stored chunk that fails its checksum or is
+// missing is never served: the request recomputes everything
+// (RequestTrace::recomputed_after_error); an I/O error reading the store is
+// returned. With selection, the stored copy of new chunks comes
 // from a full computation of them (the store always holds exact KV).
 StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore* store,
                                 const std::vector<int32_t>& context, int64_t storable,

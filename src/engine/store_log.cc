@@ -19,7 +19,7 @@ std::string ReorderRecord(const std::vector<int32_t>& path, const std::vector<ui
 
 Status ReplayRecord(const std::string& meta, int layers, RadixTree* tree) {
   auto j = nlohmann::json::parse(meta, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::Error("a committed record is not JSON");
+  if (j.is_discarded() || !j.is_object()) return Status::Corruption("a committed record is not JSON");
   try {
     if (j.contains("reorder")) {
       const auto& r = j.at("reorder");
@@ -37,7 +37,7 @@ Status ReplayRecord(const std::string& meta, int layers, RadixTree* tree) {
     if (j.contains("first_chunk")) tree->Insert(tokens, GetInteger<uint64_t>(j.at("first_chunk")));
     else tree->Insert(tokens);  // stores written before reordering: ids in insertion order
   } catch (const std::exception& e) {  // json's key and type errors, GetInteger's range errors
-    return Status::Error(std::string("a committed record is malformed: ") + e.what());
+    return Status::Corruption(std::string("a committed record is malformed: ") + e.what());
   }
   return Status::OK();
 }

@@ -14,7 +14,7 @@ StatusOr<ScoredContext> TokenizeContext(const Tokenizer& tok, const std::string&
   c.text = keep == std::string::npos ? "" : context.substr(0, keep + 1);
   c.moved = context.substr(c.text.size());
   ASSIGN_OR_RETURN(c.ids, tok.Encode(c.text, /*add_special_tokens=*/false));
-  if (c.ids.empty()) return Status::Error("document has an empty context");
+  if (c.ids.empty()) return Status::InvalidArgument("document has an empty context");
   return c;
 }
 
@@ -27,7 +27,7 @@ StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const Scored
   std::vector<int64_t> segments;  // their lengths
   for (size_t c = 0; c < doc.choices.size(); ++c) {
     ASSIGN_OR_RETURN(std::vector<int32_t> whole, tok.Encode(ctx.text + ctx.moved + " " + doc.choices[c], false));
-    if (whole.size() <= ctx.ids.size()) return Status::Error("choice " + std::to_string(c) + " adds no tokens");
+    if (whole.size() <= ctx.ids.size()) return Status::InvalidArgument("choice " + std::to_string(c) + " adds no tokens");
     conts.emplace_back(whole.begin() + ctx.ids.size(), whole.end());
     if (conts.back().size() < 2) continue;
     std::vector<int32_t> seg(conts.back().begin(), conts.back().end() - 1);

@@ -62,7 +62,7 @@ StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& t
     if (c.prefix_tokens > 0) {
       ASSIGN_OR_RETURN(shots, ShotsThatFit(train, tok, c.prefix_tokens, c.seed));
     } else if (shots > static_cast<int>(train.size())) {
-      return Status::Error("--shots " + std::to_string(shots) + " is more than the " +
+      return Status::InvalidArgument("--shots " + std::to_string(shots) + " is more than the " +
                            std::to_string(train.size()) + " training documents of " + task.name);
     }
     prefix = BuildPrefix(SampleShots(train, shots, c.seed));
@@ -102,7 +102,7 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   std::vector<const TaskSpec*> tasks;
   for (const std::string& name : c.tasks) {
     const TaskSpec* t = FindTask(name);
-    if (t == nullptr) return Status::Error("--task: unknown task '" + name + "' (piqa, rte, copa, openbookqa, all)");
+    if (t == nullptr) return Status::InvalidArgument("--task: unknown task '" + name + "' (piqa, rte, copa, openbookqa, all)");
     tasks.push_back(t);
   }
   // Reordering and cache policy change where KV lives, not which tokens are chosen.

@@ -157,7 +157,7 @@ StatusOr<Figure> FigureRunner::Make(const std::string& name) {
   if (name == "head-jaccard" || name == "similarity-ratio" || name == "chunk-importance") return Motivation(name);
   std::string known;
   for (const auto& n : Names()) known += (known.empty() ? "" : ", ") + n;
-  return Status::Error("unknown figure '" + name + "' (" + known + ", all)");
+  return Status::InvalidArgument("unknown figure '" + name + "' (" + known + ", all)");
 }
 
 StatusOr<Figure> FigureRunner::Fig15() {
@@ -405,7 +405,7 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
   const std::string key = "analysis " + m.dir + " " + scale_.task;
   if (!memo_.count(key)) {
     const TaskSpec* task = FindTask(scale_.task);
-    if (task == nullptr) return Status::Error("--task: unknown task '" + scale_.task + "'");
+    if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + scale_.task + "'");
     ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(data_, *task, task->train_split)));
     ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadSplit(*task, SplitPath(data_, *task, task->eval_split)));
     PrefixPoolOptions po{1, scale_.prefix_tokens, scale_.seed};

@@ -59,7 +59,7 @@ StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const st
                                     const std::vector<Doc>& docs, const HeadAnalysisOptions& o) {
   const ModelConfig& c = model.config();
   ASSIGN_OR_RETURN(std::vector<int32_t> prefix_ids, tok.Encode(prefix, false));
-  if (prefix_ids.empty()) return Status::Error("head analysis needs a non-empty prefix");
+  if (prefix_ids.empty()) return Status::InvalidArgument("head analysis needs a non-empty prefix");
   // The documents' contexts share the prefix's first `base` tokens (the
   // prefix's last token can merge with a document's first).
   std::vector<std::vector<int32_t>> contexts;
@@ -71,7 +71,7 @@ StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const st
     base = common;
     contexts.push_back(std::move(ctx.ids));
   }
-  if (base == 0) return Status::Error("head analysis: the documents share no token with the prefix");
+  if (base == 0) return Status::InvalidArgument("head analysis: the documents share no token with the prefix");
   prefix_ids.resize(base);
   HeadAnalysis a;
   a.layers = c.num_layers;
@@ -128,7 +128,7 @@ StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const st
     cache.Rewind(mark);
     a.docs++;
   }
-  if (a.docs == 0) return Status::Error("head analysis: no document kept the prefix's tokens intact");
+  if (a.docs == 0) return Status::InvalidArgument("head analysis: no document kept the prefix's tokens intact");
   const double n = double(a.docs) * a.layers;
   for (int l = 0; l < a.layers; ++l) {
     at::Tensor m = heat[l] / a.docs;

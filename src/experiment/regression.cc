@@ -22,33 +22,33 @@ nlohmann::ordered_json DefaultRegressionSpec() {
 
 Status ValidateRegressionSpec(const nlohmann::ordered_json& spec, bool results_optional) {
   using json = nlohmann::ordered_json;
-  if (!spec.is_object()) return Status::Error("not a JSON object");
-  if (!spec.contains("config") || !spec["config"].is_object()) return Status::Error("no \"config\" object");
+  if (!spec.is_object()) return Status::InvalidArgument("not a JSON object");
+  if (!spec.contains("config") || !spec["config"].is_object()) return Status::InvalidArgument("no \"config\" object");
   const json& c = spec["config"];
   for (const char* key : {"tasks", "systems"}) {
     if (!c.contains(key) || !c[key].is_array() || c[key].empty())
-      return Status::Error(std::string("config.") + key + " is not a list of names");
+      return Status::InvalidArgument(std::string("config.") + key + " is not a list of names");
     for (const json& v : c[key])
-      if (!v.is_string()) return Status::Error(std::string("config.") + key + " holds " + v.dump() + ", not a name");
+      if (!v.is_string()) return Status::InvalidArgument(std::string("config.") + key + " holds " + v.dump() + ", not a name");
   }
   for (const char* key : {"shots", "limit", "seed"})
     if (!c.contains(key) || !c[key].is_number_integer() || c[key].get<int64_t>() < 0 ||
         c[key].get<int64_t>() > (int64_t{1} << 31))  // a parsed file's are unsigned, DefaultRegressionSpec's signed
-      return Status::Error(std::string("config.") + key + " is not a non-negative integer");
+      return Status::InvalidArgument(std::string("config.") + key + " is not a non-negative integer");
   for (const char* key : {"retention", "alpha"})
-    if (!c.contains(key) || !c[key].is_number()) return Status::Error(std::string("config.") + key + " is not a number");
-  if (!spec.contains("tolerance") || !spec["tolerance"].is_object()) return Status::Error("no \"tolerance\" object");
+    if (!c.contains(key) || !c[key].is_number()) return Status::InvalidArgument(std::string("config.") + key + " is not a number");
+  if (!spec.contains("tolerance") || !spec["tolerance"].is_object()) return Status::InvalidArgument("no \"tolerance\" object");
   for (const auto& [metric, tol] : spec["tolerance"].items())
-    if (!tol.is_number() || tol.get<double>() < 0) return Status::Error("tolerance." + metric + " is not a non-negative number");
+    if (!tol.is_number() || tol.get<double>() < 0) return Status::InvalidArgument("tolerance." + metric + " is not a non-negative number");
   if (!spec.contains("results") && results_optional) return Status::OK();
-  if (!spec.contains("results") || !spec["results"].is_array()) return Status::Error("no \"results\" array");
+  if (!spec.contains("results") || !spec["results"].is_array()) return Status::InvalidArgument("no \"results\" array");
   for (const json& row : spec["results"]) {
     if (!row.is_object() || !row.contains("task") || !row["task"].is_string() || !row.contains("system") ||
         !row["system"].is_string())
-      return Status::Error("results holds " + row.dump().substr(0, 60) + ", not a row with a task and a system");
+      return Status::InvalidArgument("results holds " + row.dump().substr(0, 60) + ", not a row with a task and a system");
     for (const auto& [metric, tol] : spec["tolerance"].items())
       if (row.contains(metric) && !row[metric].is_number())
-        return Status::Error("results " + row["task"].get<std::string>() + "/" + row["system"].get<std::string>() + " " +
+        return Status::InvalidArgument("results " + row["task"].get<std::string>() + "/" + row["system"].get<std::string>() + " " +
                              metric + " is not a number");
   }
   return Status::OK();
@@ -57,7 +57,7 @@ Status ValidateRegressionSpec(const nlohmann::ordered_json& spec, bool results_o
 StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& tok, const nlohmann::ordered_json& spec,
                                                const std::string& data_dir,
                                                const std::function<void(Doc*)>& edit_doc) {
-  if (!spec.contains("config") || !spec["config"].is_object()) return Status::Error("no \"config\" object");
+  if (!spec.contains("config") || !spec["config"].is_object()) return Status::InvalidArgument("no \"config\" object");
   const auto& c = spec["config"];
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   try {
@@ -78,7 +78,7 @@ StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& to
                         {"acc_norm", t["acc_norm"]}, {"gold_loglik_mean", t["gold_loglik_mean"]}});
     }
   } catch (const nlohmann::json::exception& ex) {
-    return Status::Error(std::string("bad \"config\": ") + ex.what());
+    return Status::InvalidArgument(std::string("bad \"config\": ") + ex.what());
   }
   return rows;
 }
@@ -113,7 +113,7 @@ Status CompareRegression(const nlohmann::ordered_json& spec, const nlohmann::ord
   }
   if (require_all && checked < expected.size())
     moved += "\n  " + std::to_string(expected.size() - checked) + " expected rows were not run";
-  if (!moved.empty()) return Status::Error("accuracy moved beyond tolerance:" + moved);
+  if (!moved.empty()) return Status::InvalidArgument("accuracy moved beyond tolerance:" + moved);
   return Status::OK();
 }
 

@@ -136,7 +136,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixSto
 
 StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o) {
   const TaskSpec* task = FindTask(o.task);
-  if (task == nullptr) return Status::Error("--task: unknown task '" + o.task + "'");
+  if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + o.task + "'");
   std::vector<System> systems;
   for (const std::string& name : o.systems) {
     ASSIGN_OR_RETURN(System s, ParseSystem(name, o.retention, o.alpha));
@@ -171,7 +171,7 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
     run.selection = SelectionCounters(layers);
     std::unique_ptr<PrefixStore> store;
     if (system.reuse) {
-      if (o.store.empty()) return Status::Error("--store DIR is required for systems that reuse prefix KV");
+      if (o.store.empty()) return Status::InvalidArgument("--store DIR is required for systems that reuse prefix KV");
       PrefixStoreOptions so;
       so.dir = o.store;
       so.chunk_tokens = o.chunk;

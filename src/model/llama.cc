@@ -97,7 +97,7 @@ StatusOr<std::unique_ptr<Model>> CreateLlamaModel(const ModelConfig& c, const We
   ASSIGN_OR_RETURN(m->norm, w.Get("model.norm.weight", {D}));
   ASSIGN_OR_RETURN(m->lm_head, w.Optional("lm_head.weight", {V, D}));
   if (!m->lm_head.defined()) {
-    if (!c.tie_word_embeddings) return Status::Error(w.dir() + ": safetensors hold no tensor 'lm_head.weight'");
+    if (!c.tie_word_embeddings) return Status::InvalidArgument(w.dir() + ": safetensors hold no tensor 'lm_head.weight'");
     m->lm_head = m->embed;
   }
   for (int il = 0; il < c.num_layers; ++il) {

@@ -24,7 +24,7 @@ StatusOr<at::ScalarType> ParseComputeDType(const std::string& s, bool cuda) {
   if (s == "float32" || s == "fp32") return at::kFloat;
   if (s == "float16" || s == "fp16") return at::kHalf;
   if (s == "bfloat16" || s == "bf16") return at::kBFloat16;
-  return Status::Error("--dtype: unknown dtype '" + s + "' (float32, float16, bfloat16, auto)");
+  return Status::InvalidArgument("--dtype: unknown dtype '" + s + "' (float32, float16, bfloat16, auto)");
 }
 
 }  // namespace
@@ -73,13 +73,13 @@ at::Tensor SegmentMask(const std::vector<int64_t>& segments, at::Device device) 
 }
 
 Status ValidateTokens(const ModelConfig& c, const std::vector<int32_t>& tokens, int64_t start_pos) {
-  if (tokens.empty()) return Status::Error("no tokens to run");
+  if (tokens.empty()) return Status::InvalidArgument("no tokens to run");
   for (int32_t t : tokens)
     if (t < 0 || t >= c.vocab_size)
-      return Status::Error("token id " + std::to_string(t) + " is outside the vocabulary of " +
+      return Status::InvalidArgument("token id " + std::to_string(t) + " is outside the vocabulary of " +
                            std::to_string(c.vocab_size));
   if (start_pos + static_cast<int64_t>(tokens.size()) > c.max_positions)
-    return Status::Error("sequence of " + std::to_string(start_pos + tokens.size()) +
+    return Status::InvalidArgument("sequence of " + std::to_string(start_pos + tokens.size()) +
                          " tokens is longer than the model's context of " + std::to_string(c.max_positions));
   return Status::OK();
 }
@@ -90,12 +90,12 @@ StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOpt
   IMPRESS_CHECK(it != Registry().end());  // LoadModelConfig accepts only registered types
   bool cuda = false;
   if (opt.device == "cuda") {
-    if (!at::hasCUDA()) return Status::Error("--device cuda: LibTorch sees no CUDA device");
+    if (!at::hasCUDA()) return Status::InvalidArgument("--device cuda: LibTorch sees no CUDA device");
     cuda = true;
   } else if (opt.device == "auto") {
     cuda = at::hasCUDA();
   } else if (opt.device != "cpu") {
-    return Status::Error("--device: unknown device '" + opt.device + "' (cpu, cuda, auto)");
+    return Status::InvalidArgument("--device: unknown device '" + opt.device + "' (cpu, cuda, auto)");
   }
   ASSIGN_OR_RETURN(at::ScalarType dtype, ParseComputeDType(opt.dtype, cuda));
   ASSIGN_OR_RETURN(auto tensors, TensorSet::OpenDir(dir));

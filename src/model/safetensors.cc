@@ -57,7 +57,7 @@ const char* DTypeName(DType d) {
 }
 
 StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  auto err = [&](const std::string& what) { return Status::Error(path + ": " + what); };
+  auto err = [&](const std::string& what) { return Status::InvalidArgument(path + ": " + what); };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return err(std::string("cannot open: ") + std::strerror(errno));
   struct stat st;
@@ -166,32 +166,32 @@ StatusOr<std::unique_ptr<TensorSet>> TensorSet::OpenDir(const std::string& dir) 
     try {
       index = nlohmann::json::parse(in);
     } catch (const std::exception& e) {
-      return Status::Error(index_path + ": not valid JSON: " + e.what());
+      return Status::InvalidArgument(index_path + ": not valid JSON: " + e.what());
     }
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
-      return Status::Error(index_path + ": missing object 'weight_map'");
+      return Status::InvalidArgument(index_path + ": missing object 'weight_map'");
     weight_map = index["weight_map"];
     for (auto& [name, file] : weight_map.items()) {
-      if (!file.is_string()) return Status::Error(index_path + ": weight_map['" + name + "'] is not a file name");
+      if (!file.is_string()) return Status::InvalidArgument(index_path + ": weight_map['" + name + "'] is not a file name");
       std::string p = dir + "/" + file.get<std::string>();
       if (std::find(shard_paths.begin(), shard_paths.end(), p) == shard_paths.end()) shard_paths.push_back(p);
     }
   } else if (fs::exists(single_path)) {
     shard_paths.push_back(single_path);
   } else {
-    return Status::Error(dir + ": no model.safetensors or model.safetensors.index.json");
+    return Status::InvalidArgument(dir + ": no model.safetensors or model.safetensors.index.json");
   }
   for (const auto& p : shard_paths) {
     ASSIGN_OR_RETURN(auto file, SafetensorsFile::Open(p));
     for (const auto& [name, view] : file->tensors()) {
-      if (set->index_.count(name)) return Status::Error(p + ": tensor '" + name + "' also appears in another shard");
+      if (set->index_.count(name)) return Status::InvalidArgument(p + ": tensor '" + name + "' also appears in another shard");
       set->index_[name] = &view;
     }
     set->files_.push_back(std::move(file));
   }
   for (auto& [name, file] : weight_map.items()) {
     if (!set->index_.count(name))
-      return Status::Error(index_path + ": lists tensor '" + name + "' but " + file.get<std::string>() +
+      return Status::InvalidArgument(index_path + ": lists tensor '" + name + "' but " + file.get<std::string>() +
                            " does not hold it");
   }
   return set;

@@ -51,7 +51,7 @@ class Regex {
     if (code == nullptr) {
       PCRE2_UCHAR buf[256];
       pcre2_get_error_message(err, buf, sizeof(buf));
-      return Status::Error("regex '" + pattern + "' does not compile: " + reinterpret_cast<char*>(buf));
+      return Status::InvalidArgument("regex '" + pattern + "' does not compile: " + reinterpret_cast<char*>(buf));
     }
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter on failure
     auto r = std::shared_ptr<Regex>(new Regex());
@@ -97,7 +97,7 @@ StatusOr<Behavior> ParseBehavior(const std::string& s) {
   if (s == "MergedWithPrevious") return Behavior::kMergedWithPrevious;
   if (s == "MergedWithNext") return Behavior::kMergedWithNext;
   if (s == "Contiguous") return Behavior::kContiguous;
-  return Status::Error("unknown split behavior '" + s + "'");
+  return Status::InvalidArgument("unknown split behavior '" + s + "'");
 }
 
 // Splits `s` given the delimiter matches, following tokenizers' SplitDelimiterBehavior.
@@ -202,7 +202,7 @@ StatusOr<Pattern> ParsePattern(const json& j) {
   } else if (j.contains("Regex") && j["Regex"].is_string()) {
     ASSIGN_OR_RETURN(p.regex, Regex::Compile(j["Regex"].get<std::string>()));
   } else {
-    return Status::Error("pattern must be {\"String\": ...} or {\"Regex\": ...}");
+    return Status::InvalidArgument("pattern must be {\"String\": ...} or {\"Regex\": ...}");
   }
   return p;
 }
@@ -245,7 +245,7 @@ StatusOr<Normalizer> ParseNormalizer(const json& j) {
       return s.substr(b, e - b);
     });
   }
-  return Status::Error("normalizer type '" + type + "' is not supported");
+  return Status::InvalidArgument("normalizer type '" + type + "' is not supported");
 }
 
 // ---- Pre-tokenizers ---------------------------------------------------------
@@ -309,7 +309,7 @@ StatusOr<PreTokenizer> ParsePreTokenizer(const json& j) {
     std::string scheme = j.value("prepend_scheme", j.value("add_prefix_space", true) ? "always" : "never");
     bool split = j.value("split", true);
     if (scheme != "always" && scheme != "first" && scheme != "never")
-      return Status::Error("Metaspace prepend_scheme '" + scheme + "' is not supported");
+      return Status::InvalidArgument("Metaspace prepend_scheme '" + scheme + "' is not supported");
     return PreTokenizer([rep, scheme, split](std::vector<Piece> in) {
       return EachPiece(in, [&](const Piece& p) {
         std::string s = ReplaceAll(p.text, StringMatches(p.text, " "), rep);
@@ -337,7 +337,7 @@ StatusOr<PreTokenizer> ParsePreTokenizer(const json& j) {
       return EachPiece(in, [&](const Piece& p) { return SplitBy(p.text, pat.Find(p.text), b, invert); });
     });
   }
-  return Status::Error("pre_tokenizer type '" + type + "' is not supported");
+  return Status::InvalidArgument("pre_tokenizer type '" + type + "' is not supported");
 }
 
 // ---- BPE model --------------------------------------------------------------
@@ -468,10 +468,10 @@ StatusOr<PostProcessor> ParsePostProcessor(const json& j) {
       } else if (item.contains("SpecialToken")) {
         std::string id = item["SpecialToken"].value("id", "");
         if (!special.contains(id) || !special[id].contains("ids"))
-          return Status::Error("TemplateProcessing names special token '" + id + "' without ids");
+          return Status::InvalidArgument("TemplateProcessing names special token '" + id + "' without ids");
         items.push_back(special[id]["ids"].get<std::vector<int32_t>>());
       } else {
-        return Status::Error("TemplateProcessing item is neither Sequence nor SpecialToken");
+        return Status::InvalidArgument("TemplateProcessing item is neither Sequence nor SpecialToken");
       }
     }
     return PostProcessor([items](std::vector<int32_t> ids) {
@@ -491,7 +491,7 @@ StatusOr<PostProcessor> ParsePostProcessor(const json& j) {
       return ids;
     });
   }
-  return Status::Error("post_processor type '" + type + "' is not supported");
+  return Status::InvalidArgument("post_processor type '" + type + "' is not supported");
 }
 
 using Decoder = std::function<std::vector<std::string>(std::vector<std::string>)>;
@@ -581,7 +581,7 @@ StatusOr<Decoder> ParseDecoder(const json& j) {
       return t;
     });
   }
-  return Status::Error("decoder type '" + type + "' is not supported");
+  return Status::InvalidArgument("decoder type '" + type + "' is not supported");
 }
 
 struct AddedToken {
@@ -639,7 +639,7 @@ Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
-  auto fail = [&](const std::string& what) { return Status::Error(path + ": " + what); };
+  auto fail = [&](const std::string& what) { return Status::InvalidArgument(path + ": " + what); };
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail("cannot open");
   json j;
@@ -729,7 +729,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path
 }
 
 StatusOr<std::vector<int32_t>> Tokenizer::Encode(const std::string& text, bool add_special_tokens) const {
-  if (!ValidUtf8(text)) return Status::Error("input text is not valid UTF-8");
+  if (!ValidUtf8(text)) return Status::InvalidArgument("input text is not valid UTF-8");
   std::vector<int32_t> ids;
   size_t offset = 0;
   for (const auto& [seg, id] : impl_->SplitAdded(text)) {

@@ -19,7 +19,7 @@ StatusOr<at::Tensor> WeightLoader::Optional(const std::string& name, const std::
   const TensorView* v = set_.Find(name);
   if (v == nullptr) return at::Tensor();
   if (v->shape != shape)
-    return Status::Error(*v->file + ": tensor '" + name + "' has shape " + ShapeString(v->shape) +
+    return Status::InvalidArgument(*v->file + ": tensor '" + name + "' has shape " + ShapeString(v->shape) +
                          " but config.json implies " + ShapeString(shape));
   at::ScalarType st;
   switch (v->dtype) {
@@ -27,7 +27,7 @@ StatusOr<at::Tensor> WeightLoader::Optional(const std::string& name, const std::
     case DType::kF16: st = at::kHalf; break;
     case DType::kBF16: st = at::kBFloat16; break;
     default:
-      return Status::Error(*v->file + ": tensor '" + name + "' has dtype " + DTypeName(v->dtype) +
+      return Status::InvalidArgument(*v->file + ": tensor '" + name + "' has dtype " + DTypeName(v->dtype) +
                            ", not a floating-point weight type (F32, F16, BF16)");
   }
   // from_blob does not own the mapping; the copy below does. The format does
@@ -46,7 +46,7 @@ StatusOr<at::Tensor> WeightLoader::Optional(const std::string& name, const std::
 
 StatusOr<at::Tensor> WeightLoader::Get(const std::string& name, const std::vector<int64_t>& shape) const {
   ASSIGN_OR_RETURN(at::Tensor t, Optional(name, shape));
-  if (!t.defined()) return Status::Error(dir_ + ": safetensors hold no tensor '" + name + "'");
+  if (!t.defined()) return Status::InvalidArgument(dir_ + ": safetensors hold no tensor '" + name + "'");
   return t;
 }
 

@@ -3,75 +3,17 @@
 #include <ATen/ATen.h>
 
 #include "common/named.h"
-#include "select/importance.h"
+#include "select/memory_source.h"
+#include "select/method.h"
 
 namespace impress {
-namespace {
-
-// Each query head keeps its own top-k; a KV head's values serve the union of
-// its query heads' sets, and each query head sees only its own (PAPER.md, GQA).
-SelectedPrefix H2O(const LayerQkv& qkv, const at::Tensor& pk, const at::Tensor& pv, int64_t k) {
-  SelectedPrefix s;
-  const int64_t p = pk.size(1);
-  at::Tensor imp = PrefixImportance(qkv.q, pk, qkv.k, qkv.scale);  // [Hq, P]
-  at::Tensor sets = TopKSets(imp, k);                               // [Hq, k]
-  at::Tensor keep = at::zeros({qkv.q.size(0), p}, at::TensorOptions().dtype(at::kBool).device(pk.device()));
-  keep.scatter_(1, sets, true);
-  s.kv = PrefixKv{pk, pv, keep};
-  s.total = p;
-  s.kept = k;
-  return s;
-}
-
-}  // namespace
-
-at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& probe_keys) {
-  const int64_t hq = qkv.q.size(0), hkv = qkv.k.size(0), g = hq / hkv;
-  const std::vector<int64_t> heads = ProbeQueryHeads(opt.probe_heads, hq, hkv, opt.probe_layout);
-  const int64_t probes = static_cast<int64_t>(heads.size()), probe_kv = ProbeKvHeads(heads, hq, hkv);
-  if (heads.back() == probes - 1)  // heads 0..probes-1: the groups of the first KV heads, as they are
-    return PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys.slice(0, 0, probe_kv),
-                            qkv.k.slice(0, 0, probe_kv), qkv.scale)
-        .slice(0, 0, probes);
-  // Elsewhere each probe head is paired with its own KV head's keys.
-  std::vector<int64_t> kv;
-  for (int64_t h : heads) kv.push_back(h / g);
-  const at::Tensor hi = at::tensor(heads, at::kLong).to(qkv.q.device());
-  const at::Tensor ki = at::tensor(kv, at::kLong).to(qkv.q.device());
-  return PrefixImportance(qkv.q.index_select(0, hi), probe_keys.index_select(0, ki.to(probe_keys.device())),
-                          qkv.k.index_select(0, ki), qkv.scale);
-}
 
 SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& pk,
                                 const at::Tensor& pv) {
-  IMPRESS_CHECK(!qkv.attend_new.defined());  // importance reads the rows as one causal sequence
-  const int64_t p = pk.defined() ? pk.size(1) : 0;
-  const int64_t k = p > 0 ? RetainedTokens(opt.retention, p) : 0;
-  SelectedPrefix s;
-  s.total = p;
-  s.kept = p;
-  s.kv = PrefixKv{pk, pv, {}};
-  if (p == 0 || opt.kind == SelectorKind::kFull || k >= p) return s;  // keeping everything is full reuse, exactly
-  if (opt.kind == SelectorKind::kH2O) return H2O(qkv, pk, pv, k);
-
-  // IMPRESS: the probe query heads' importance from the keys of the KV heads they use.
-  at::Tensor imp = ProbeImportance(opt, qkv, pk);
-  const int64_t c = opt.chunk_tokens;
-  ItfDecision d = opt.unit == ItfUnit::kChunk
-                      ? DecideItf(imp, k, opt.alpha, at::arange(p, at::kLong).div(c, "floor"), (p + c - 1) / c)
-                      : DecideItf(imp, k, opt.alpha);
-  if (!d.trusted) {
-    SelectedPrefix f = H2O(qkv, pk, pv, k);
-    f.probed = f.fallback = true;
-    f.similarity = d.similarity;
-    return f;
-  }
-  at::Tensor idx = d.agreed.to(pk.device());
-  s.kv = PrefixKv{pk.index_select(1, idx), pv.index_select(1, idx), {}};
-  s.kept = idx.numel();
-  s.probed = true;
-  s.similarity = d.similarity;
-  return s;
+  MemorySource src(pk, pv, opt.chunk_tokens);
+  StatusOr<SelectedPrefix> s = MakeSelectionMethod(opt)->Select(qkv, src, nullptr);
+  IMPRESS_CHECK(s.ok());  // reads from memory do not fail
+  return *std::move(s);
 }
 
 void SelectionCounters::Add(int layer, const SelectedPrefix& s) {

@@ -1,6 +1,8 @@
 // Which prefix KV each layer attends to: everything (AS), each head's own
 // top-k by H2O importance, or IMPRESS's probe-head identification with the
-// H2O path as its fallback. Selection runs per layer on the new tokens' queries.
+// H2O path as its fallback. Selection runs per layer on the new tokens'
+// queries. The methods themselves are behind select/method.h; this header
+// holds their options, their result and the helpers around them.
 #pragma once
 
 #include <functional>
@@ -44,13 +46,18 @@ struct SelectedPrefix {
   bool probed = false;     // IMPRESS ran its probe test
   bool fallback = false;   // ... and fell back to the H2O path
   double similarity = 0;   // mean pairwise Jaccard of the probe heads
+  // Positions (int64, host, ascending) that at least one head attends to;
+  // undefined when every head attends to every position. A head's own set
+  // is `kv.keep`'s row where keep is defined, else all of `used`.
+  at::Tensor used;
 };
 
 // The probe heads' importance [probes, P], in ProbeQueryHeads order, from the
 // prefix keys of KV heads 0..n-1 (`probe_keys` [n, P, d], n >= ProbeKvHeads).
 at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& probe_keys);
 
-// Selects from prefix keys/values held in memory ([Hkv, P, d]).
+// Selects from prefix keys/values held in memory ([Hkv, P, d]): the method
+// of `opt` over a MemorySource (select/memory_source.h).
 SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& prefix_k,
                                 const at::Tensor& prefix_v);
 

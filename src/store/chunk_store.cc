@@ -50,7 +50,7 @@ Status WriteAll(int fd, const void* data, size_t n, uint64_t offset, const std::
     ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
     if (w < 0) {
       if (errno == EINTR) continue;
-      return Status::Error(Errno(path + ": write failed"));
+      return Status::IOError(Errno(path + ": write failed"));
     }
     p += w;
     n -= static_cast<size_t>(w);
@@ -103,7 +103,7 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   if (g.chunk_tokens < 1 || g.chunk_tokens > (1 << 16) || g.layers < 1 || g.layers > 4096 || g.kv_heads < 1 ||
       g.kv_heads > 4096 || g.head_dim < 1 || g.head_dim > 65536 || g.probe_kv_heads < 1 ||
       g.probe_kv_heads > g.kv_heads || (g.elem_bytes != 1 && g.elem_bytes != 2 && g.elem_bytes != 4))
-    return Status::Error(dir + "/MANIFEST: corrupt manifest: geometry " + GeometryJson(g).dump() + " is out of range");
+    return Status::Corruption(dir + "/MANIFEST: corrupt manifest: geometry " + GeometryJson(g).dump() + " is out of range");
   std::unique_ptr<ChunkStore> s(new ChunkStore());
   s->dir_ = dir;
   s->opt_ = opt;
@@ -111,17 +111,17 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   json want = {{"format", kFormatVersion}, {"fingerprint", opt.fingerprint}, {"geometry", GeometryJson(opt.geometry)}};
   std::error_code ec;
   if (!fs::exists(manifest)) {
-    if (!opt.create_if_missing) return Status::Error(dir + ": no store here (MANIFEST missing)");
+    if (!opt.create_if_missing) return Status::NotFound(dir + ": no store here (MANIFEST missing)");
     fs::create_directories(dir, ec);
-    if (ec) return Status::Error(dir + ": cannot create: " + ec.message());
+    if (ec) return Status::IOError(dir + ": cannot create: " + ec.message());
     std::string tmp = manifest + ".tmp";
     {
       std::ofstream out(tmp);
       out << want.dump() << "\n";
-      if (!out.flush()) return Status::Error(tmp + ": cannot write");
+      if (!out.flush()) return Status::IOError(tmp + ": cannot write");
     }
     fs::rename(tmp, manifest, ec);
-    if (ec) return Status::Error(manifest + ": cannot create: " + ec.message());
+    if (ec) return Status::IOError(manifest + ": cannot create: " + ec.message());
   } else {
     std::ifstream in(manifest);
     int format;
@@ -134,29 +134,29 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
       fingerprint = have.value("fingerprint", "");
       geometry = have.value("geometry", json());
     } catch (const std::exception& e) {
-      return Status::Error(manifest + ": corrupt manifest: " + e.what());
+      return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
     }
     if (format != kFormatVersion)
-      return Status::Error(manifest + ": store format " + std::to_string(format) + ", expected " +
+      return Status::InvalidArgument(manifest + ": store format " + std::to_string(format) + ", expected " +
                            std::to_string(kFormatVersion));
     if (fingerprint != opt.fingerprint)
-      return Status::Error(manifest + ": store was written for '" + fingerprint + "', not '" + opt.fingerprint + "'");
+      return Status::InvalidArgument(manifest + ": store was written for '" + fingerprint + "', not '" + opt.fingerprint + "'");
     if (geometry != want["geometry"])
-      return Status::Error(manifest + ": store geometry " + geometry.dump() + " differs from " +
+      return Status::InvalidArgument(manifest + ": store geometry " + geometry.dump() + " differs from " +
                            want["geometry"].dump());
   }
   s->data_fd_ = ::open(data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (s->data_fd_ < 0) return Status::Error(Errno(data + ": cannot open"));
+  if (s->data_fd_ < 0) return Status::IOError(Errno(data + ": cannot open"));
   s->direct_fd_ = ::open(data.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (s->direct_fd_ < 0) return Status::Error(Errno(data + ": cannot open with O_DIRECT"));
+  if (s->direct_fd_ < 0) return Status::IOError(Errno(data + ": cannot open with O_DIRECT"));
   const std::string lock_path = dir + "/LOCK";
   s->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (s->lock_fd_ < 0) return Status::Error(Errno(lock_path + ": cannot open"));
+  if (s->lock_fd_ < 0) return Status::IOError(Errno(lock_path + ": cannot open"));
   if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0)
-    return Status::Error(errno == EWOULDBLOCK ? dir + ": in use by another process (LOCK is held)"
+    return Status::IOError(errno == EWOULDBLOCK ? dir + ": in use by another process (LOCK is held)"
                                               : Errno(lock_path + ": cannot lock"));
   s->log_fd_ = ::open(log.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (s->log_fd_ < 0) return Status::Error(Errno(log + ": cannot open"));
+  if (s->log_fd_ < 0) return Status::IOError(Errno(log + ": cannot open"));
 
   // Replay the log up to the first record that is torn or fails its checksum.
   // Only a crash mid-append makes one, so it must be the last: a whole
@@ -193,7 +193,7 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
       std::string meta = rec.at("meta").get<std::string>();
       if (committed != nullptr) committed->push_back(std::move(meta));
     } catch (const std::exception& e) {  // json's type and key errors, and the checks above
-      malformed = Status::Error(log + ": the record at byte " + std::to_string(at) + " is malformed (" + e.what() +
+      malformed = Status::Corruption(log + ": the record at byte " + std::to_string(at) + " is malformed (" + e.what() +
                                 "): the store is damaged; nothing was changed");
     }
   });
@@ -206,16 +206,16 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   std::sort(offsets.begin(), offsets.end());
   for (size_t i = 1; i < offsets.size(); ++i)
     if (offsets[i] - offsets[i - 1] < s->RecordBytes())
-      return Status::Error(log + ": two stored chunks overlap at byte " + std::to_string(offsets[i]) +
+      return Status::Corruption(log + ": two stored chunks overlap at byte " + std::to_string(offsets[i]) +
                            " of chunks.dat: the store is damaged; nothing was changed");
   const uint64_t data_end = offsets.empty() ? 0 : offsets.back() + s->RecordBytes();
   for (size_t q = pos + 1; q + 12 <= bytes.size(); ++q)
     if (RecordAt(bytes, q))
-      return Status::Error(log + ": the record at byte " + std::to_string(pos) +
+      return Status::Corruption(log + ": the record at byte " + std::to_string(pos) +
                            " is corrupt and whole records follow it (byte " + std::to_string(q) +
                            "): the store is damaged; nothing was changed");
   if (pos < bytes.size() && ::ftruncate(s->log_fd_, static_cast<off_t>(pos)) != 0)
-    return Status::Error(Errno(log + ": cannot cut off a torn tail"));
+    return Status::IOError(Errno(log + ": cannot cut off a torn tail"));
   // Punching again is harmless, and where it fails only space is wasted.
   (void)s->PunchHoles(std::move(unpunched));
   // New parts go after everything on disk, committed or not.
@@ -230,7 +230,7 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string
                                                                 std::vector<std::string>* committed) {
   const std::string manifest = dir + "/MANIFEST";
   std::ifstream in(manifest);
-  if (!in) return Status::Error(dir + ": no store here (MANIFEST missing)");
+  if (!in) return Status::NotFound(dir + ": no store here (MANIFEST missing)");
   StoreOptions opt;
   try {
     json j = json::parse(in);
@@ -240,7 +240,7 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string
                                  GetInteger<int>(g.at("probe_kv_heads")), GetInteger<int>(g.at("elem_bytes"))};
     opt.fingerprint = j.at("fingerprint").get<std::string>();
   } catch (const std::exception& e) {
-    return Status::Error(manifest + ": corrupt manifest: " + e.what());
+    return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
   }
   opt.create_if_missing = false;
   return Open(dir, opt, committed);
@@ -273,7 +273,7 @@ Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::stri
     added.push_back({{w.chunk_id, w.layer}, loc});
     off += record;
   }
-  if (::fdatasync(data_fd_) != 0) return Status::Error(Errno(data_path + ": sync failed"));
+  if (::fdatasync(data_fd_) != 0) return Status::IOError(Errno(data_path + ": sync failed"));
   RETURN_IF_ERROR(AppendLog(json{{"meta", meta}, {"chunks", chunks}}.dump()));
   index_.insert(added.begin(), added.end());
   data_end_ = off;
@@ -299,7 +299,7 @@ Status ChunkStore::AppendLog(const std::string& payload) {
   if (!w.ok() || ::fdatasync(log_fd_) != 0) {
     // Leave no partial record behind: a later commit must not follow garbage.
     if (::ftruncate(log_fd_, st.st_size) != 0) {}
-    return w.ok() ? Status::Error(Errno(log_path + ": sync failed")) : w;
+    return w.ok() ? Status::IOError(Errno(log_path + ": sync failed")) : w;
   }
   return Status::OK();
 }
@@ -319,7 +319,7 @@ Status ChunkStore::PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents
     for (++i; i < extents.size() && extents[i].first <= end; ++i) end = std::max(end, extents[i].first + extents[i].second);
     if (::fallocate(data_fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(start),
                     static_cast<off_t>(end - start)) != 0)
-      return Status::Error(Errno(dir_ + "/chunks.dat: cannot punch a hole (freed chunks keep their space)"));
+      return Status::IOError(Errno(dir_ + "/chunks.dat: cannot punch a hole (freed chunks keep their space)"));
   }
   return Status::OK();
 }
@@ -349,10 +349,10 @@ Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats
 StatusOr<std::string> ChunkStore::ReadLog() const {
   const std::string log = dir_ + "/log";
   struct stat st;
-  if (::fstat(log_fd_, &st) != 0) return Status::Error(Errno(log + ": cannot stat"));
+  if (::fstat(log_fd_, &st) != 0) return Status::IOError(Errno(log + ": cannot stat"));
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
   if (!bytes.empty() && ::pread(log_fd_, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
-    return Status::Error(Errno(log + ": cannot read"));
+    return Status::IOError(Errno(log + ": cannot read"));
   return bytes;
 }
 
@@ -387,10 +387,10 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
   // there is no second open that could fail and leave appends going to the
   // replaced file.
   const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error(Errno(tmp + ": cannot create"));
+  if (fd < 0) return Status::IOError(Errno(tmp + ": cannot create"));
   Status w = WriteAll(fd, kept.data(), kept.size(), 0, tmp);
-  if (w.ok() && ::fdatasync(fd) != 0) w = Status::Error(Errno(tmp + ": sync failed"));
-  if (w.ok() && ::rename(tmp.c_str(), log.c_str()) != 0) w = Status::Error(Errno(log + ": cannot replace"));
+  if (w.ok() && ::fdatasync(fd) != 0) w = Status::IOError(Errno(tmp + ": sync failed"));
+  if (w.ok() && ::rename(tmp.c_str(), log.c_str()) != 0) w = Status::IOError(Errno(log + ": cannot replace"));
   if (!w.ok()) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -458,7 +458,7 @@ Status ChunkStore::ReadOne(const ChunkRead& r) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = index_.find({r.chunk_id, r.layer});
     if (it == index_.end())
-      return Status::Error(dir_ + ": chunk " + std::to_string(r.chunk_id) + " layer " + std::to_string(r.layer) +
+      return Status::NotFound(dir_ + ": chunk " + std::to_string(r.chunk_id) + " layer " + std::to_string(r.layer) +
                            " is not stored");
     loc = it->second;
   }
@@ -484,13 +484,13 @@ Status ChunkStore::ReadOne(const ChunkRead& r) {
       tls = std::make_unique<AlignedBuffer>(len);
       tls_size = tls->p ? len : 0;
     }
-    if (tls_size < len) return Status::Error("out of memory for a direct read");
+    if (tls_size < len) return Status::IOError("out of memory for a direct read");
     AlignedBuffer& buf = *tls;
     size_t done = 0;
     while (done < len) {
       ssize_t n = ::pread(direct_fd_, static_cast<uint8_t*>(buf.p) + done, len - done, static_cast<off_t>(start + done));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Status::Error(Errno(dir_ + "/chunks.dat: read at " + std::to_string(start) + " failed"));
+      if (n <= 0) return Status::IOError(Errno(dir_ + "/chunks.dat: read at " + std::to_string(start) + " failed"));
       done += static_cast<size_t>(n);
     }
     counters_.bytes_read += len;
@@ -499,7 +499,7 @@ Status ChunkStore::ReadOne(const ChunkRead& r) {
     for (int p = part; p <= last; ++p) {
       const auto* src = static_cast<const uint8_t*>(buf.p) + at;
       if (Crc32c(src, sizes[p]) != loc.crc[p])
-        return Status::Error(dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
+        return Status::Corruption(dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
                              std::to_string(r.layer) + " part " + std::to_string(p) + " fails its checksum");
       std::memcpy(dst[p], src, sizes[p]);
       at += PartStride(p);

@@ -1,0 +1,227 @@
+#include "engine/store_source.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/clock.h"
+#include "model/model.h"
+
+namespace impress {
+namespace {
+
+uint8_t PartsOf(ReadAhead a) {
+  switch (a) {
+    case ReadAhead::kAll: return kKeys | kValues;
+    case ReadAhead::kKeys: return kKeys;
+    case ReadAhead::kProbeKeys: return kProbeKeys;
+  }
+  return kKeys | kValues;
+}
+
+// Chunk indices holding the given slots, ascending.
+std::vector<int64_t> ChunksOf(const at::Tensor& slots, int64_t c) {
+  std::set<int64_t> s;
+  auto acc = slots.accessor<int64_t, 1>();
+  for (int64_t i = 0; i < acc.size(0); ++i) s.insert(acc[i] / c);
+  return std::vector<int64_t>(s.begin(), s.end());
+}
+
+// Positions of `slots` inside the concatenation of the chunks `need`.
+at::Tensor LocalIndex(const at::Tensor& slots, const std::vector<int64_t>& need, int64_t c, at::Device device) {
+  std::vector<int64_t> slot(need.back() + 1, -1);
+  for (size_t j = 0; j < need.size(); ++j) slot[need[j]] = static_cast<int64_t>(j);
+  auto acc = slots.accessor<int64_t, 1>();
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < acc.size(0); ++i) out.push_back(slot[acc[i] / c] * c + acc[i] % c);
+  return at::tensor(out, at::kLong).to(device);
+}
+
+// Whether Fetch would read anything of `what` for a chunk that has `x`.
+bool Missing(const PrefixStore::Parts& x, uint8_t what) {
+  return ((what & kKeys) && !x.k.defined()) || ((what & kValues) && !x.v.defined()) ||
+         ((what & kProbeKeys) && !x.probe.defined() && !x.k.defined());
+}
+
+}  // namespace
+
+StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLease& lease, ReadAhead ahead,
+                         const RequestOptions& ro, RequestTrace* trace)
+    : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
+      first_parts_(PartsOf(ahead)), speculate_(ro.speculate && ro.prefetch && ahead == ReadAhead::kProbeKeys),
+      first_reads_(model.config().num_layers, [this](int l) { return ReadFirst(l); }) {
+  if (prefetch_) first_reads_.Start(0);
+}
+
+void StoreSource::Start(int l) {
+  if (prefetch_) first_reads_.Start(l);
+}
+
+// As many chunks as the guessing layer read, those holding most of its
+// positions in layer l's stored order (ties: the earlier, which reordering
+// makes the more important), ascending. After reordering each layer has its
+// own order, and the guessing layer's less important tokens scatter over the
+// rest of layer l's chunks; in token order this takes nearly all the chunks
+// holding a guessed token, as layer l will.
+std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
+  const int64_t c = store_.geometry().chunk_tokens;
+  std::vector<int64_t> count(chunks_.size(), 0), order;
+  at::Tensor slots = store_.SlotsOf(lease_, l, g.tokens);
+  auto acc = slots.accessor<int64_t, 1>();
+  for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;
+  for (size_t i = 0; i < count.size(); ++i)
+    if (count[i] > 0) order.push_back(static_cast<int64_t>(i));
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return count[a] > count[b]; });
+  order.resize(std::min<size_t>(order.size(), static_cast<size_t>(g.chunks)));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+// With speculation, the K and V of the chunks last_guess_ names instead of
+// their probe keys, in the same batch.
+StoreSource::FirstRead StoreSource::ReadFirst(int l) {
+  FirstRead r;
+  std::vector<uint8_t> want(chunks_.size(), first_parts_);
+  if (speculate_ && last_guess_.tokens.defined()) {
+    r.guessed = GuessedChunks(last_guess_, l);
+    for (int64_t i : r.guessed) want[i] = kKeys | kValues;
+  }
+  r.status = store_.Fetch(chunks_, l, want, &r.parts, &r.stats);
+  return r;
+}
+
+Status StoreSource::Begin(int l) {
+  auto t0 = Clock::now();
+  FirstRead r = first_reads_.Take(l);
+  trace_->io_ms += Ms(t0, Clock::now());
+  trace_->load += r.stats;
+  layer_ = l;
+  parts_.clear();
+  guessed_.clear();
+  if (!r.status.ok()) return r.status;
+  parts_ = std::move(r.parts);
+  trace_->speculated_chunks += static_cast<int64_t>(r.guessed.size());
+  guessed_ = std::move(r.guessed);
+  return Status::OK();
+}
+
+Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>* which) {
+  parts_.resize(chunks_.size());
+  const size_t n = which ? which->size() : chunks_.size();
+  bool any = false;
+  for (size_t j = 0; j < n && !any; ++j) any = Missing(parts_[which ? static_cast<size_t>((*which)[j]) : j], what);
+  if (!any) return Status::OK();
+  std::vector<uint64_t> ids;
+  std::vector<PrefixStore::Parts> sub;
+  for (size_t j = 0; j < n; ++j) {
+    const size_t i = which ? static_cast<size_t>((*which)[j]) : j;
+    ids.push_back(chunks_[i]);
+    sub.push_back(parts_[i]);
+  }
+  auto t0 = Clock::now();
+  Status s = store_.Fetch(ids, layer_, what, &sub, &trace_->load);
+  trace_->io_ms += Ms(t0, Clock::now());
+  RETURN_IF_ERROR(s);
+  for (size_t j = 0; j < n; ++j) parts_[which ? static_cast<size_t>((*which)[j]) : j] = std::move(sub[j]);
+  return Status::OK();
+}
+
+at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, bool values) const {
+  std::vector<at::Tensor> xs;
+  for (int64_t i : which) xs.push_back(values ? parts_[i].v : parts_[i].k);
+  return store_.StackChunks(xs);
+}
+
+at::Tensor StoreSource::ChunkOf(int layer) {
+  IMPRESS_CHECK(layer == layer_);
+  return store_.SlotsOf(lease_, layer, at::arange(tokens(), at::kLong)).div(store_.geometry().chunk_tokens, "floor");
+}
+
+Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
+  IMPRESS_CHECK(layer == layer_);
+  RETURN_IF_ERROR(FetchSome(kKeys | kValues, nullptr));
+  store_.ObserveWhole(chunks_, layer);
+  std::vector<at::Tensor> ks, vs;
+  for (auto& x : parts_) ks.push_back(x.k), vs.push_back(x.v);
+  *k = ToTokenOrder(store_.StackChunks(ks));
+  *v = ToTokenOrder(store_.StackChunks(vs));
+  return Status::OK();
+}
+
+Status StoreSource::Keys(int layer, at::Tensor* k) {
+  IMPRESS_CHECK(layer == layer_);
+  RETURN_IF_ERROR(FetchSome(kKeys, nullptr));
+  std::vector<at::Tensor> ks;
+  for (auto& x : parts_) ks.push_back(x.k);
+  *k = ToTokenOrder(store_.StackChunks(ks));
+  return Status::OK();
+}
+
+Status StoreSource::ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) {
+  IMPRESS_CHECK(layer == layer_);
+  RETURN_IF_ERROR(FetchSome(kProbeKeys, nullptr));
+  // A chunk read for probing has the store's probe copy, which may hold more
+  // KV heads than asked; a cached or guessed one has all its keys.
+  std::vector<at::Tensor> pk;
+  for (auto& x : parts_) pk.push_back((x.probe.defined() ? x.probe : x.k).narrow(1, 0, kv_heads));
+  *k = ToTokenOrder(store_.StackChunks(pk));
+  return Status::OK();
+}
+
+Status StoreSource::Values(int layer, const at::Tensor& used, at::Tensor* v) {
+  IMPRESS_CHECK(layer == layer_);
+  const int64_t c = store_.geometry().chunk_tokens;
+  const at::Tensor slots = store_.SlotsOf(lease_, layer, used);
+  const std::vector<int64_t> need = ChunksOf(slots, c);
+  RETURN_IF_ERROR(FetchSome(kValues, &need));
+  CountImportant(slots, need);
+  // Values of chunks holding no used position stay zero: no head attends to them.
+  const ChunkGeometry& g = store_.geometry();
+  std::vector<at::Tensor> vs;
+  for (auto& x : parts_)
+    vs.push_back(x.v.defined() ? x.v
+                 : x.k.defined() ? at::zeros_like(x.k)
+                                 : at::zeros({g.chunk_tokens, g.kv_heads, g.head_dim}));
+  *v = ToTokenOrder(store_.StackChunks(vs));
+  return Status::OK();
+}
+
+Status StoreSource::Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) {
+  IMPRESS_CHECK(layer == layer_);
+  const int64_t c = store_.geometry().chunk_tokens;
+  last_guess_.tokens = positions;
+  const at::Tensor slots = store_.SlotsOf(lease_, layer, positions);
+  const std::vector<int64_t> need = ChunksOf(slots, c);
+  last_guess_.chunks = static_cast<int64_t>(need.size());
+  RETURN_IF_ERROR(FetchSome(kKeys | kValues, &need));
+  CountImportant(slots, need);
+  const at::Tensor local = LocalIndex(slots, need, c, model_.device());
+  *k = Stack(need, false).index_select(1, local);
+  *v = Stack(need, true).index_select(1, local);
+  return Status::OK();
+}
+
+// Read amplification: the share of each read chunk's tokens that were used;
+// the score policy learns every chunk's share (0 for those read only to be
+// probed).
+void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int64_t>& need) {
+  const int64_t c = store_.geometry().chunk_tokens;
+  const int l = layer_;
+  trace_->important_share_sum += static_cast<double>(slots.numel()) / c;
+  for (int64_t i : need) trace_->kv_chunk_tier[static_cast<int>(parts_[i].tier)]++;
+  for (int64_t i : guessed_) trace_->speculated_used += std::binary_search(need.begin(), need.end(), i);
+  if (trace_->layer_kv_chunks.size() <= static_cast<size_t>(l)) trace_->layer_kv_chunks.resize(l + 1, 0);
+  trace_->layer_kv_chunks[l] += static_cast<int64_t>(need.size());
+  trace_->prefix_chunks = static_cast<int64_t>(chunks_.size());
+  if (!store_.cache().scored()) return;
+  std::vector<int64_t> count(chunks_.size(), 0);
+  auto acc = slots.accessor<int64_t, 1>();
+  for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;
+  std::vector<std::pair<uint64_t, double>> shares;
+  for (size_t i = 0; i < chunks_.size(); ++i)
+    shares.push_back({PrefixStore::CacheKey(chunks_[i], l), static_cast<double>(count[i]) / c});
+  store_.cache().Observe(shares);
+}
+
+}  // namespace impress

@@ -1,0 +1,91 @@
+// The tiered store as a selection method's PrefixSource (select/method.h),
+// for one request's lease: the harness that `run` wraps around a method.
+//
+// Around the method it adds what only a store needs:
+//  - read-ahead: layer l's query-independent part (the method's ReadAhead:
+//    keys, probe keys, or everything) is read on another thread while layer
+//    l-1 computes (Start), and taken when layer l begins (Begin);
+//  - speculation (RequestOptions::speculate, probe-key methods only): that
+//    read also takes the K and V of the chunks where the last gathered set's
+//    positions are likeliest, a guess at this layer's set;
+//  - accounting: time waiting for reads (trace io_ms), bytes and hits per
+//    tier, the chunks whose K or V a selection read and their tiers, and the
+//    score policy's per-chunk important shares (Observe).
+// Works in token order: what is read in the lease's stored order is put back
+// in token order, and chosen positions are found in the stored order through
+// the lease's slots. Reads of layer l are valid between Begin(l) and
+// Begin(l + 1), on the thread that runs the layers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "engine/layer_reads.h"
+#include "engine/prefix_store.h"
+#include "engine/request.h"
+#include "select/method.h"
+
+namespace impress {
+
+class StoreSource final : public PrefixSource {
+ public:
+  StoreSource(PrefixStore& store, const Model& model, const PrefixLease& lease, ReadAhead ahead,
+              const RequestOptions& ro, RequestTrace* trace);
+  // Layer l's query-independent read: the one started early, else read now.
+  Status Begin(int l);
+  // Starts layer l's query-independent read on another thread (a no-op
+  // without prefetch, past the last layer, or when already started).
+  void Start(int l);
+
+  int64_t tokens() const override { return chunks() * store_.geometry().chunk_tokens; }
+  int64_t chunks() const override { return static_cast<int64_t>(chunks_.size()); }
+  at::Tensor ChunkOf(int layer) override;
+  Status All(int layer, at::Tensor* k, at::Tensor* v) override;
+  Status Keys(int layer, at::Tensor* k) override;
+  Status ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) override;
+  Status Values(int layer, const at::Tensor& used, at::Tensor* v) override;
+  Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) override;
+
+ private:
+  // A layer's guess at the next one's chunks: its gathered positions and
+  // how many chunks they took in its own stored order.
+  struct Guess {
+    at::Tensor tokens;  // token positions, host
+    int64_t chunks = 0;
+  };
+  struct FirstRead {
+    Status status;
+    std::vector<PrefixStore::Parts> parts;
+    LoadStats stats;
+    std::vector<int64_t> guessed;  // chunk indices whose K and V were read on the guess, ascending
+  };
+  FirstRead ReadFirst(int l);
+  std::vector<int64_t> GuessedChunks(const Guess& g, int l) const;
+  // Makes `what` present for the chunks `which` (all when null) of the current layer.
+  Status FetchSome(uint8_t what, const std::vector<int64_t>* which);
+  at::Tensor Stack(const std::vector<int64_t>& which, bool values) const;
+  at::Tensor ToTokenOrder(const at::Tensor& stored) const { return store_.ToTokenOrder(lease_, layer_, stored); }
+  // Read accounting for a selection that used `slots` from the chunks `need`.
+  void CountImportant(const at::Tensor& slots, const std::vector<int64_t>& need);
+
+  PrefixStore& store_;
+  const Model& model_;
+  const PrefixLease& lease_;
+  const std::vector<uint64_t>& chunks_;
+  RequestTrace* trace_;
+  bool prefetch_;
+  uint8_t first_parts_;  // ChunkPart bits of every layer's first read
+  bool speculate_;       // RequestOptions::speculate, where it applies
+  int layer_ = -1;       // the layer Begin last took
+  std::vector<PrefixStore::Parts> parts_;  // what the current layer has read
+  // The last gathering layer's. Layer l+1's first read (on another thread)
+  // runs between Start(l + 1), after layer l's selection, and Begin(l + 1),
+  // which takes that read before layer l+1's selection writes here.
+  Guess last_guess_;
+  std::vector<int64_t> guessed_;  // the current layer's chunks read on the guess
+  LayerReads<FirstRead> first_reads_;  // last: it waits for running reads before the rest goes
+};
+
+}  // namespace impress

@@ -1,0 +1,50 @@
+#include "engine/systems.h"
+
+#include "common/named.h"
+
+namespace impress {
+namespace {
+
+struct SystemRecipe {
+  const char* name;
+  bool reuse;
+  SelectorKind kind;
+  const char* policy;
+  bool reorder;
+};
+constexpr SystemRecipe kSystems[] = {
+    {"recomp", false, SelectorKind::kFull, "lru", false},
+    {"as", true, SelectorKind::kFull, "lru", false},
+    {"h2o-lru", true, SelectorKind::kH2O, "lru", false},
+    {"h2o-lfu", true, SelectorKind::kH2O, "lfu", false},
+    {"impress-itf", true, SelectorKind::kItf, "lfu", false},
+    {"impress-itf-ro", true, SelectorKind::kItf, "lfu", true},
+    {"impress", true, SelectorKind::kItf, "score", true},
+};
+
+}  // namespace
+
+const std::vector<std::string>& SystemNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const SystemRecipe& r : kSystems) v.push_back(r.name);
+    return v;
+  }();
+  return names;
+}
+
+StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {
+  ASSIGN_OR_RETURN(const size_t i, ParseNamed<size_t>(SystemNames(), name, "--system", "system"));
+  const SystemRecipe& r = kSystems[i];
+  System s;
+  s.name = name;
+  s.reuse = r.reuse;
+  s.select.kind = r.kind;
+  s.select.retention = retention;
+  s.select.alpha = alpha;
+  s.policy = r.policy;
+  s.reorder = r.reorder;
+  return s;
+}
+
+}  // namespace impress

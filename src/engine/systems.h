@@ -1,0 +1,27 @@
+// The paper's systems and its ablation as one table of recipes (DESIGN.md):
+// whether stored prefix KV is reused, which of it each layer loads (the
+// selection method), the cache policy of the GPU and CPU tiers, and whether
+// KV is reordered by importance.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "select/selector.h"
+
+namespace impress {
+
+struct System {
+  std::string name;            // one of SystemNames()
+  bool reuse = false;          // false: recompute the whole context
+  SelectorOptions select;      // which stored prefix KV each layer loads
+  std::string policy = "lru";  // cache policy of the GPU and CPU tiers
+  bool reorder = false;        // record importance for KV reordering (the caller runs the reorderer)
+};
+// recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress.
+const std::vector<std::string>& SystemNames();
+// The named system with the given retention and IMPRESS alpha.
+StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, double alpha = 0.6);
+
+}  // namespace impress

@@ -1,0 +1,49 @@
+// H2O (the AS+H2O baselines): each query head keeps the k prefix tokens with
+// the highest importance under its own queries (PAPER.md section 1).
+#include <ATen/ATen.h>
+
+#include "select/importance.h"
+#include "select/method.h"
+
+namespace impress {
+
+StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64_t k, SelectionObserver* observer) {
+  const int l = qkv.layer;
+  SelectedPrefix s;
+  RETURN_IF_ERROR(src.Keys(l, &s.kv.k));
+  at::Tensor imp = PrefixImportance(qkv.q, s.kv.k, qkv.k, qkv.scale);  // [Hq, P]
+  if (observer != nullptr) observer->OnImportance(l, imp, qkv.q.size(1));
+  const at::Tensor sets = TopKSets(imp, k);  // [Hq, k]
+  s.used = std::get<0>(at::_unique(sets.flatten().cpu()));
+  RETURN_IF_ERROR(src.Values(l, s.used, &s.kv.v));
+  s.kv.keep = at::zeros({qkv.q.size(0), s.kv.k.size(1)}, at::TensorOptions().dtype(at::kBool).device(s.kv.k.device()));
+  s.kv.keep.scatter_(1, sets, true);
+  s.total = s.kv.k.size(1);
+  s.kept = k;
+  return s;
+}
+
+namespace {
+
+class H2OMethod final : public SelectionMethod {
+ public:
+  explicit H2OMethod(const SelectorOptions& opt) : opt_(opt) {}
+  ReadAhead Ahead(int64_t p) const override {
+    return RetainedTokens(opt_.retention, p) >= p ? ReadAhead::kAll : ReadAhead::kKeys;
+  }
+  StatusOr<SelectedPrefix> Select(const LayerQkv& qkv, PrefixSource& src, SelectionObserver* obs) const override {
+    IMPRESS_CHECK(!qkv.attend_new.defined());  // importance reads the rows as one causal sequence
+    const int64_t p = src.tokens();
+    if (p == 0 || Ahead(p) == ReadAhead::kAll) return SelectAll(qkv, src);  // keeping everything is full reuse, exactly
+    return SelectH2O(qkv, src, RetainedTokens(opt_.retention, p), obs);
+  }
+
+ private:
+  SelectorOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<SelectionMethod> MakeH2OMethod(const SelectorOptions& opt) { return std::make_unique<H2OMethod>(opt); }
+
+}  // namespace impress

@@ -1,0 +1,75 @@
+// IMPRESS's importance-informed three-way identification (PAPER.md section
+// 1): a few probe heads rank the prefix by importance from their keys alone;
+// when their top-k sets agree (mean Jaccard above the threshold) the set
+// they agree on serves every head and only its KV is read, else the layer
+// takes the H2O path.
+#include <ATen/ATen.h>
+
+#include "select/importance.h"
+#include "select/method.h"
+
+namespace impress {
+
+at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& probe_keys) {
+  const int64_t hq = qkv.q.size(0), hkv = qkv.k.size(0), g = hq / hkv;
+  const std::vector<int64_t> heads = ProbeQueryHeads(opt.probe_heads, hq, hkv, opt.probe_layout);
+  const int64_t probes = static_cast<int64_t>(heads.size()), probe_kv = ProbeKvHeads(heads, hq, hkv);
+  if (heads.back() == probes - 1)  // heads 0..probes-1: the groups of the first KV heads, as they are
+    return PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys.slice(0, 0, probe_kv),
+                            qkv.k.slice(0, 0, probe_kv), qkv.scale)
+        .slice(0, 0, probes);
+  // Elsewhere each probe head is paired with its own KV head's keys.
+  std::vector<int64_t> kv;
+  for (int64_t h : heads) kv.push_back(h / g);
+  const at::Tensor hi = at::tensor(heads, at::kLong).to(qkv.q.device());
+  const at::Tensor ki = at::tensor(kv, at::kLong).to(qkv.q.device());
+  return PrefixImportance(qkv.q.index_select(0, hi), probe_keys.index_select(0, ki.to(probe_keys.device())),
+                          qkv.k.index_select(0, ki), qkv.scale);
+}
+
+namespace {
+
+class ItfMethod final : public SelectionMethod {
+ public:
+  explicit ItfMethod(const SelectorOptions& opt) : opt_(opt) {}
+  ReadAhead Ahead(int64_t p) const override {
+    return RetainedTokens(opt_.retention, p) >= p ? ReadAhead::kAll : ReadAhead::kProbeKeys;
+  }
+  StatusOr<SelectedPrefix> Select(const LayerQkv& qkv, PrefixSource& src, SelectionObserver* obs) const override {
+    IMPRESS_CHECK(!qkv.attend_new.defined());  // importance reads the rows as one causal sequence
+    const int l = qkv.layer;
+    const int64_t p = src.tokens();
+    if (p == 0 || Ahead(p) == ReadAhead::kAll) return SelectAll(qkv, src);  // keeping everything is full reuse, exactly
+    const int64_t k = RetainedTokens(opt_.retention, p);
+    const int64_t probe_kv = ProbeKvHeads(opt_.probe_heads, qkv.q.size(0), qkv.k.size(0), opt_.probe_layout);
+    at::Tensor probe_keys;
+    RETURN_IF_ERROR(src.ProbeKeys(l, probe_kv, &probe_keys));
+    const at::Tensor imp = ProbeImportance(opt_, qkv, probe_keys);
+    // The chunk unit ranks the chunks as the source stores them (reordered ones included).
+    const ItfDecision d = opt_.unit == ItfUnit::kChunk ? DecideItf(imp, k, opt_.alpha, src.ChunkOf(l), src.chunks())
+                                                       : DecideItf(imp, k, opt_.alpha);
+    SelectedPrefix s;
+    if (!d.trusted) {
+      ASSIGN_OR_RETURN(s, SelectH2O(qkv, src, k, obs));
+      s.fallback = true;
+    } else {
+      if (obs != nullptr) obs->OnImportance(l, imp, qkv.q.size(1));
+      s.used = d.agreed.cpu();
+      RETURN_IF_ERROR(src.Gather(l, s.used, &s.kv.k, &s.kv.v));
+      s.total = p;
+      s.kept = s.used.numel();
+    }
+    s.probed = true;
+    s.similarity = d.similarity;
+    return s;
+  }
+
+ private:
+  SelectorOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<SelectionMethod> MakeItfMethod(const SelectorOptions& opt) { return std::make_unique<ItfMethod>(opt); }
+
+}  // namespace impress

@@ -1,0 +1,42 @@
+#include "select/memory_source.h"
+
+#include <ATen/ATen.h>
+
+namespace impress {
+
+MemorySource::MemorySource(at::Tensor k, at::Tensor v, int64_t chunk_tokens)
+    : k_(std::move(k)), v_(std::move(v)), p_(k_.defined() ? k_.size(1) : 0), c_(chunk_tokens) {
+  IMPRESS_CHECK(c_ > 0);
+}
+
+at::Tensor MemorySource::ChunkOf(int) { return at::arange(p_, at::kLong).div(c_, "floor"); }
+
+Status MemorySource::All(int, at::Tensor* k, at::Tensor* v) {
+  *k = k_;
+  *v = v_;
+  return Status::OK();
+}
+
+Status MemorySource::Keys(int, at::Tensor* k) {
+  *k = k_;
+  return Status::OK();
+}
+
+Status MemorySource::ProbeKeys(int, int64_t kv_heads, at::Tensor* k) {
+  *k = k_.narrow(0, 0, kv_heads);
+  return Status::OK();
+}
+
+Status MemorySource::Values(int, const at::Tensor&, at::Tensor* v) {
+  *v = v_;
+  return Status::OK();
+}
+
+Status MemorySource::Gather(int, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) {
+  const at::Tensor idx = positions.to(k_.device());
+  *k = k_.index_select(1, idx);
+  *v = v_.index_select(1, idx);
+  return Status::OK();
+}
+
+}  // namespace impress

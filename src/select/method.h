@@ -1,0 +1,99 @@
+// The seam between a selection method and where the prefix KV lives.
+//
+// A SelectionMethod decides, per layer and from the new tokens' queries,
+// which prefix tokens each head attends to. It reads the prefix KV through a
+// PrefixSource: memory for `eval` (MemorySource), the tiered store for `run`
+// (engine/store_source.h). A method says up front which part of every chunk
+// it reads whatever the queries are (ReadAhead), so a source can read that
+// part before the queries exist; everything else it asks for on demand,
+// naming the positions it chose, so a chunked source reads only the chunks
+// holding them. What a selection computed (importance, the chosen set) goes
+// to a SelectionObserver: reordering's history, counters, tests.
+//
+// Adding a method: one file implementing SelectionMethod with its maker
+// declared below, a kind in SelectorKind and a case in MakeSelectionMethod
+// (method.cc), and a row in the system table (engine/systems.cc).
+// docs/design.md has the recipe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <ATen/core/Tensor.h>
+
+#include "common/status.h"
+#include "model/kv_provider.h"
+#include "select/selector.h"
+
+namespace impress {
+
+// One layer's prefix KV as a method reads it. Positions are token positions
+// 0..P-1; every tensor a read returns is in token order, [Hkv, n, d], on the
+// model's device and in its dtype. A source may hold the tokens in chunks in
+// any stored order (reordered storage); ChunkOf says where each position is.
+class PrefixSource {
+ public:
+  virtual ~PrefixSource() = default;
+  virtual int64_t tokens() const = 0;  // P
+  virtual int64_t chunks() const = 0;  // chunks the P tokens are stored in
+  // The chunk holding each position of `layer`: [P] int64 on the host.
+  virtual at::Tensor ChunkOf(int layer) = 0;
+  // Every token's keys and values (full reuse).
+  virtual Status All(int layer, at::Tensor* k, at::Tensor* v) = 0;
+  // Every token's keys.
+  virtual Status Keys(int layer, at::Tensor* k) = 0;
+  // Every token's keys of KV heads 0..kv_heads-1: [kv_heads, P, d].
+  virtual Status ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) = 0;
+  // Values [Hkv, P, d], exact at every position of a chunk holding one of
+  // `used` (int64 positions, host, ascending); elsewhere they may be zeros,
+  // so a caller attends to `used` positions only.
+  virtual Status Values(int layer, const at::Tensor& used, at::Tensor* v) = 0;
+  // Keys and values of exactly `positions` (int64, host, ascending), in that
+  // order: [Hkv, n, d].
+  virtual Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) = 0;
+};
+
+// What selections computed, for whoever keeps history or counts. Called on
+// the thread that runs the layer, in layer order.
+class SelectionObserver {
+ public:
+  virtual ~SelectionObserver() = default;
+  // Importance [H, P] (token order) of `rows` query rows that a selection
+  // ranked by: H2O's over every query head, ITF's over the probe heads.
+  virtual void OnImportance(int layer, const at::Tensor& importance, int64_t rows) {}
+  // The layer's selection, as attention will see it.
+  virtual void OnSelected(int layer, const SelectedPrefix& s) {}
+};
+
+// What of every chunk a method reads before its queries exist.
+enum class ReadAhead : uint8_t { kAll, kKeys, kProbeKeys };
+
+class SelectionMethod {
+ public:
+  virtual ~SelectionMethod() = default;
+  // The query-independent part of a layer's read over a prefix of `p` tokens.
+  virtual ReadAhead Ahead(int64_t p) const = 0;
+  // The prefix KV layer `qkv.layer` attends to. A failed read is returned
+  // as is (the caller decides whether to recompute). Reports to `observer`
+  // (may be null) what it ranked by; OnSelected is the caller's.
+  virtual StatusOr<SelectedPrefix> Select(const LayerQkv& qkv, PrefixSource& src,
+                                          SelectionObserver* observer) const = 0;
+};
+
+// The method of `opt.kind` with its options.
+std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt);
+
+// The methods, one file each (full.cc, h2o.cc, itf.cc).
+std::unique_ptr<SelectionMethod> MakeFullMethod();
+std::unique_ptr<SelectionMethod> MakeH2OMethod(const SelectorOptions& opt);
+std::unique_ptr<SelectionMethod> MakeItfMethod(const SelectorOptions& opt);
+
+// Shared steps of the methods.
+// Every token, every head: what each method does when k covers the prefix.
+StatusOr<SelectedPrefix> SelectAll(const LayerQkv& qkv, PrefixSource& src);
+// Each query head keeps its own top-k by H2O importance; a KV head's values
+// serve the union of its query heads' sets, and each query head sees only
+// its own (PAPER.md, GQA). Reads every key and the values of `used`.
+StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64_t k, SelectionObserver* observer);
+
+}  // namespace impress
