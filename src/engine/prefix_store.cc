@@ -65,7 +65,11 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   so.geometry = s->geo_;
   so.fingerprint = StoreFingerprint(model, opt.kv_dtype, opt.chunk_tokens);
   so.io_threads = opt.io_threads;
-  so.read_bytes_per_second = opt.disk_bytes_per_second;
+  so.env = opt.env != nullptr ? opt.env : Env::Default();
+  if (opt.disk_bytes_per_second > 0) {  // the cap wraps the file operations; the chunk store does not know it
+    s->paced_env_ = NewThrottledEnv(so.env, opt.disk_bytes_per_second);
+    so.env = s->paced_env_.get();
+  }
   std::vector<std::string> committed;
   ASSIGN_OR_RETURN(s->disk_, ChunkStore::Open(opt.dir, so, &committed));
   for (const auto& meta : committed)  // rebuild the tree: same inserts and reorders, same chunk ids

@@ -41,6 +41,7 @@ struct PrefixStoreOptions {
   ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads (select/probe_heads.h)
   TierOptions tiers;
   double disk_bytes_per_second = 0; // cap on disk reads (0: none)
+  Env* env = nullptr;               // the chunk store's file operations (Env::Default() when null)
   int io_threads = 8;
   // Serve the reordered copies an earlier session committed; false starts
   // every node in token order (copies made after opening are still served).
@@ -218,6 +219,7 @@ class PrefixStore {
   mutable std::mutex pin_mu_;
   std::unordered_map<uint64_t, int> pinned_;
   RadixTree tree_;
+  std::unique_ptr<Env> paced_env_;  // opt.disk_bytes_per_second's wrapper, when set; outlives disk_
   std::unique_ptr<ChunkStore> disk_;
   std::unique_ptr<TieredCache> cache_;
 };

@@ -1,21 +1,11 @@
 #include "store/chunk_store.h"
 
-#include <fcntl.h>
-#include <linux/falloc.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <set>
 #include <stdexcept>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -33,8 +23,6 @@ constexpr int kFormatVersion = 1;
 
 size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
 // Aligned heap buffer for direct I/O.
 struct AlignedBuffer {
   void* p = nullptr;
@@ -43,21 +31,6 @@ struct AlignedBuffer {
   }
   ~AlignedBuffer() { std::free(p); }
 };
-
-Status WriteAll(int fd, const void* data, size_t n, uint64_t offset, const std::string& path) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (n > 0) {
-    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(Errno(path + ": write failed"));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-    offset += static_cast<uint64_t>(w);
-  }
-  return Status::OK();
-}
 
 // A whole log record starts at `pos`: magic, a length that fits, a matching checksum.
 bool RecordAt(const std::string& log, size_t pos) {
@@ -96,86 +69,76 @@ size_t ChunkStore::PartStride(int part) const {
   return RoundUp(part == 2 ? opt_.geometry.ProbeBytes() : opt_.geometry.KeyBytes());
 }
 
-StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, const StoreOptions& opt,
-                                                        std::vector<std::string>* committed) {
-  namespace fs = std::filesystem;
-  const ChunkGeometry& g = opt.geometry;
+Status ChunkStore::CheckGeometry(const std::string& dir, const ChunkGeometry& g) {
   if (g.chunk_tokens < 1 || g.chunk_tokens > (1 << 16) || g.layers < 1 || g.layers > 4096 || g.kv_heads < 1 ||
       g.kv_heads > 4096 || g.head_dim < 1 || g.head_dim > 65536 || g.probe_kv_heads < 1 ||
       g.probe_kv_heads > g.kv_heads || (g.elem_bytes != 1 && g.elem_bytes != 2 && g.elem_bytes != 4))
     return Status::Corruption(dir + "/MANIFEST: corrupt manifest: geometry " + GeometryJson(g).dump() + " is out of range");
-  std::unique_ptr<ChunkStore> s(new ChunkStore());
-  s->dir_ = dir;
-  s->opt_ = opt;
-  const std::string manifest = dir + "/MANIFEST", data = dir + "/chunks.dat", log = dir + "/log";
-  json want = {{"format", kFormatVersion}, {"fingerprint", opt.fingerprint}, {"geometry", GeometryJson(opt.geometry)}};
-  std::error_code ec;
-  if (!fs::exists(manifest)) {
-    if (!opt.create_if_missing) return Status::NotFound(dir + ": no store here (MANIFEST missing)");
-    fs::create_directories(dir, ec);
-    if (ec) return Status::IOError(dir + ": cannot create: " + ec.message());
-    std::string tmp = manifest + ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << want.dump() << "\n";
-      if (!out.flush()) return Status::IOError(tmp + ": cannot write");
-    }
-    fs::rename(tmp, manifest, ec);
-    if (ec) return Status::IOError(manifest + ": cannot create: " + ec.message());
-  } else {
-    std::ifstream in(manifest);
-    int format;
-    std::string fingerprint;
-    json geometry;
-    try {
-      const json have = json::parse(in);
-      if (!have.is_object()) throw std::invalid_argument("not a JSON object");
-      format = have.value("format", 0);
-      fingerprint = have.value("fingerprint", "");
-      geometry = have.value("geometry", json());
-    } catch (const std::exception& e) {
-      return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
-    }
-    if (format != kFormatVersion)
-      return Status::InvalidArgument(manifest + ": store format " + std::to_string(format) + ", expected " +
-                           std::to_string(kFormatVersion));
-    if (fingerprint != opt.fingerprint)
-      return Status::InvalidArgument(manifest + ": store was written for '" + fingerprint + "', not '" + opt.fingerprint + "'");
-    if (geometry != want["geometry"])
-      return Status::InvalidArgument(manifest + ": store geometry " + geometry.dump() + " differs from " +
-                           want["geometry"].dump());
-  }
-  s->data_fd_ = ::open(data.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (s->data_fd_ < 0) return Status::IOError(Errno(data + ": cannot open"));
-  s->direct_fd_ = ::open(data.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (s->direct_fd_ < 0) return Status::IOError(Errno(data + ": cannot open with O_DIRECT"));
-  const std::string lock_path = dir + "/LOCK";
-  s->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (s->lock_fd_ < 0) return Status::IOError(Errno(lock_path + ": cannot open"));
-  if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0)
-    return Status::IOError(errno == EWOULDBLOCK ? dir + ": in use by another process (LOCK is held)"
-                                              : Errno(lock_path + ": cannot lock"));
-  s->log_fd_ = ::open(log.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (s->log_fd_ < 0) return Status::IOError(Errno(log + ": cannot open"));
+  return Status::OK();
+}
 
-  // Replay the log up to the first record that is torn or fails its checksum.
-  // Only a crash mid-append makes one, so it must be the last: a whole
-  // record after it means the log itself is damaged, and cutting it there
-  // would lose committed records.
-  ASSIGN_OR_RETURN(const std::string bytes, s->ReadLog());
+Status ChunkStore::CreateOrCheckManifest() {
+  const std::string manifest = dir_ + "/MANIFEST";
+  json want = {{"format", kFormatVersion}, {"fingerprint", opt_.fingerprint}, {"geometry", GeometryJson(opt_.geometry)}};
+  if (!env_->Exists(manifest)) {
+    if (!opt_.create_if_missing) return Status::NotFound(dir_ + ": no store here (MANIFEST missing)");
+    RETURN_IF_ERROR(env_->CreateDirs(dir_));
+    return WriteFileAtomically(env_, manifest, want.dump() + "\n");
+  }
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(env_, manifest));
+  int format;
+  std::string fingerprint;
+  json geometry;
+  try {
+    const json have = json::parse(text);
+    if (!have.is_object()) throw std::invalid_argument("not a JSON object");
+    format = have.value("format", 0);
+    fingerprint = have.value("fingerprint", "");
+    geometry = have.value("geometry", json());
+  } catch (const std::exception& e) {
+    return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
+  }
+  if (format != kFormatVersion)
+    return Status::InvalidArgument(manifest + ": store format " + std::to_string(format) + ", expected " +
+                                   std::to_string(kFormatVersion));
+  if (fingerprint != opt_.fingerprint)
+    return Status::InvalidArgument(manifest + ": store was written for '" + fingerprint + "', not '" +
+                                   opt_.fingerprint + "'");
+  if (geometry != want["geometry"])
+    return Status::InvalidArgument(manifest + ": store geometry " + geometry.dump() + " differs from " +
+                                   want["geometry"].dump());
+  return Status::OK();
+}
+
+Status ChunkStore::OpenFiles() {
+  const std::string data = dir_ + "/chunks.dat";
+  ASSIGN_OR_RETURN(lock_, env_->Lock(dir_ + "/LOCK"));
+  ASSIGN_OR_RETURN(data_, env_->Open(data, OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(direct_, env_->Open(data, OpenMode::kDirectRead));
+  ASSIGN_OR_RETURN(log_, env_->Open(dir_ + "/log", OpenMode::kReadWrite));
+  return Status::OK();
+}
+
+// Replays the log up to the first record that is torn or fails its checksum.
+// Only a crash mid-append makes one, so it must be the last: a whole record
+// after it means the log itself is damaged, and cutting it there would lose
+// committed records.
+Status ChunkStore::ReplayLog(std::vector<std::string>* committed) {
+  const std::string log = log_->path();
+  ASSIGN_OR_RETURN(const std::string bytes, ReadLog());
   // Extents of the last free record: a crash between it and its holes can
   // only have left that one's space allocated.
   std::vector<std::pair<uint64_t, uint64_t>> unpunched;
   // A whole record with a good checksum that does not say what a commit or a
   // free says was written by something else or by a bug: the store is damaged.
   Status malformed;
-  const int layers = opt.geometry.layers;
+  const int layers = opt_.geometry.layers;
   const size_t pos = ForEachRecord(bytes, [&](size_t at, size_t, const json& rec) {
     if (!malformed.ok()) return;
     try {
       if (rec.contains("free")) {  // Free's record: forget the chunks
         unpunched.clear();
-        s->EraseLocked(GetIntegers<uint64_t>(rec.at("free")), &unpunched);
+        EraseLocked(GetIntegers<uint64_t>(rec.at("free")), &unpunched);
         return;
       }
       for (const auto& c : rec.at("chunks")) {
@@ -188,40 +151,51 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
         if (layer < 0 || layer >= layers) throw std::invalid_argument("layer " + std::to_string(layer) + " out of range");
         if (loc.offset % kAlign != 0 || loc.offset > (uint64_t{1} << 56))
           throw std::invalid_argument("chunk offset " + std::to_string(loc.offset) + " is not a 4 KiB boundary in range");
-        s->index_[{GetInteger<uint64_t>(c.at("id")), layer}] = loc;
+        index_[{GetInteger<uint64_t>(c.at("id")), layer}] = loc;
       }
       std::string meta = rec.at("meta").get<std::string>();
       if (committed != nullptr) committed->push_back(std::move(meta));
     } catch (const std::exception& e) {  // json's type and key errors, and the checks above
       malformed = Status::Corruption(log + ": the record at byte " + std::to_string(at) + " is malformed (" + e.what() +
-                                "): the store is damaged; nothing was changed");
+                                     "): the store is damaged; nothing was changed");
     }
   });
-  if (!malformed.ok()) return malformed;
+  RETURN_IF_ERROR(malformed);
   // Commits append past the end, so no two stored chunks share bytes; if they
   // did, freeing one would punch the other.
   std::vector<uint64_t> offsets;
-  offsets.reserve(s->index_.size());
-  for (const auto& [key, loc] : s->index_) offsets.push_back(loc.offset);
+  offsets.reserve(index_.size());
+  for (const auto& [key, loc] : index_) offsets.push_back(loc.offset);
   std::sort(offsets.begin(), offsets.end());
   for (size_t i = 1; i < offsets.size(); ++i)
-    if (offsets[i] - offsets[i - 1] < s->RecordBytes())
+    if (offsets[i] - offsets[i - 1] < RecordBytes())
       return Status::Corruption(log + ": two stored chunks overlap at byte " + std::to_string(offsets[i]) +
-                           " of chunks.dat: the store is damaged; nothing was changed");
-  const uint64_t data_end = offsets.empty() ? 0 : offsets.back() + s->RecordBytes();
+                                " of chunks.dat: the store is damaged; nothing was changed");
+  const uint64_t data_end = offsets.empty() ? 0 : offsets.back() + RecordBytes();
   for (size_t q = pos + 1; q + 12 <= bytes.size(); ++q)
     if (RecordAt(bytes, q))
       return Status::Corruption(log + ": the record at byte " + std::to_string(pos) +
-                           " is corrupt and whole records follow it (byte " + std::to_string(q) +
-                           "): the store is damaged; nothing was changed");
-  if (pos < bytes.size() && ::ftruncate(s->log_fd_, static_cast<off_t>(pos)) != 0)
-    return Status::IOError(Errno(log + ": cannot cut off a torn tail"));
+                                " is corrupt and whole records follow it (byte " + std::to_string(q) +
+                                "): the store is damaged; nothing was changed");
+  if (pos < bytes.size()) RETURN_IF_ERROR(log_->Truncate(pos).WithContext("cutting off a torn tail"));
   // Punching again is harmless, and where it fails only space is wasted.
-  (void)s->PunchHoles(std::move(unpunched));
+  (void)PunchHoles(std::move(unpunched));
   // New parts go after everything on disk, committed or not.
-  struct stat st;
-  ::fstat(s->data_fd_, &st);
-  s->data_end_ = RoundUp(std::max<uint64_t>(data_end, static_cast<uint64_t>(st.st_size)));
+  ASSIGN_OR_RETURN(const uint64_t data_size, data_->Size());
+  data_end_ = RoundUp(std::max<uint64_t>(data_end, data_size));
+  return Status::OK();
+}
+
+StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, const StoreOptions& opt,
+                                                        std::vector<std::string>* committed) {
+  RETURN_IF_ERROR(CheckGeometry(dir, opt.geometry));
+  std::unique_ptr<ChunkStore> s(new ChunkStore());
+  s->dir_ = dir;
+  s->opt_ = opt;
+  s->env_ = opt.env != nullptr ? opt.env : Env::Default();
+  RETURN_IF_ERROR(s->CreateOrCheckManifest());
+  RETURN_IF_ERROR(s->OpenFiles());
+  RETURN_IF_ERROR(s->ReplayLog(committed));
   s->io_ = std::make_unique<ThreadPool>(std::max(1, opt.io_threads));
   return s;
 }
@@ -229,11 +203,14 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
 StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string& dir,
                                                                 std::vector<std::string>* committed) {
   const std::string manifest = dir + "/MANIFEST";
-  std::ifstream in(manifest);
-  if (!in) return Status::NotFound(dir + ": no store here (MANIFEST missing)");
+  Env* env = Env::Default();
+  StatusOr<std::string> text = ReadFileToString(env, manifest);
+  if (text.status().IsNotFound()) return Status::NotFound(dir + ": no store here (MANIFEST missing)");
+  if (!text.ok()) return text.status();
   StoreOptions opt;
+  opt.env = env;
   try {
-    json j = json::parse(in);
+    json j = json::parse(*text);
     const json& g = j.at("geometry");
     opt.geometry = ChunkGeometry{GetInteger<int>(g.at("chunk_tokens")), GetInteger<int>(g.at("layers")),
                                  GetInteger<int>(g.at("kv_heads")),     GetInteger<int>(g.at("head_dim")),
@@ -246,15 +223,10 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string
   return Open(dir, opt, committed);
 }
 
-ChunkStore::~ChunkStore() {
-  io_.reset();
-  for (int fd : {data_fd_, direct_fd_, log_fd_, lock_fd_})
-    if (fd >= 0) ::close(fd);
-}
+ChunkStore::~ChunkStore() { io_.reset(); }  // reads finish before the files close
 
 Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::string& meta) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string data_path = dir_ + "/chunks.dat";
   const size_t kb = opt_.geometry.KeyBytes(), pb = opt_.geometry.ProbeBytes();
   const size_t record = RecordBytes();
   std::vector<uint8_t> buf(record, 0);
@@ -267,13 +239,13 @@ Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::stri
     std::memcpy(buf.data(), w.keys, kb);
     std::memcpy(buf.data() + PartStride(0), w.values, kb);
     std::memcpy(buf.data() + 2 * PartStride(0), w.probe, pb);
-    RETURN_IF_ERROR(WriteAll(data_fd_, buf.data(), record, off, data_path));
+    RETURN_IF_ERROR(data_->Write(off, buf.data(), record));
     const ChunkLocation loc{off, {Crc32c(w.keys, kb), Crc32c(w.values, kb), Crc32c(w.probe, pb)}};
     chunks.push_back({{"id", w.chunk_id}, {"layer", w.layer}, {"off", off}, {"crc", loc.crc}});
     added.push_back({{w.chunk_id, w.layer}, loc});
     off += record;
   }
-  if (::fdatasync(data_fd_) != 0) return Status::IOError(Errno(data_path + ": sync failed"));
+  RETURN_IF_ERROR(data_->Sync());
   RETURN_IF_ERROR(AppendLog(json{{"meta", meta}, {"chunks", chunks}}.dump()));
   index_.insert(added.begin(), added.end());
   data_end_ = off;
@@ -291,17 +263,12 @@ std::string LogRecord(const std::string& payload) {
 }
 
 Status ChunkStore::AppendLog(const std::string& payload) {
-  const std::string log_path = dir_ + "/log";
   const std::string rec = LogRecord(payload);
-  struct stat st;
-  ::fstat(log_fd_, &st);
-  Status w = WriteAll(log_fd_, rec.data(), rec.size(), static_cast<uint64_t>(st.st_size), log_path);
-  if (!w.ok() || ::fdatasync(log_fd_) != 0) {
-    // Leave no partial record behind: a later commit must not follow garbage.
-    if (::ftruncate(log_fd_, st.st_size) != 0) {}
-    return w.ok() ? Status::IOError(Errno(log_path + ": sync failed")) : w;
-  }
-  return Status::OK();
+  ASSIGN_OR_RETURN(const uint64_t size, log_->Size());
+  Status w = log_->Write(size, rec.data(), rec.size());
+  if (w.ok()) w = log_->Sync();
+  if (!w.ok()) (void)log_->Truncate(size);  // leave no partial record behind: a later commit must not follow garbage
+  return w;
 }
 
 void ChunkStore::EraseLocked(const std::vector<uint64_t>& ids, std::vector<std::pair<uint64_t, uint64_t>>* extents) {
@@ -317,9 +284,7 @@ Status ChunkStore::PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents
   for (size_t i = 0; i < extents.size();) {
     uint64_t start = extents[i].first, end = start + extents[i].second;
     for (++i; i < extents.size() && extents[i].first <= end; ++i) end = std::max(end, extents[i].first + extents[i].second);
-    if (::fallocate(data_fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(start),
-                    static_cast<off_t>(end - start)) != 0)
-      return Status::IOError(Errno(dir_ + "/chunks.dat: cannot punch a hole (freed chunks keep their space)"));
+    RETURN_IF_ERROR(data_->PunchHole(start, end - start).WithContext("freed chunks keep their space"));
   }
   return Status::OK();
 }
@@ -347,12 +312,9 @@ Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats
 }
 
 StatusOr<std::string> ChunkStore::ReadLog() const {
-  const std::string log = dir_ + "/log";
-  struct stat st;
-  if (::fstat(log_fd_, &st) != 0) return Status::IOError(Errno(log + ": cannot stat"));
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  if (!bytes.empty() && ::pread(log_fd_, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
-    return Status::IOError(Errno(log + ": cannot read"));
+  ASSIGN_OR_RETURN(const uint64_t n, log_->Size());
+  std::string bytes(static_cast<size_t>(n), '\0');
+  if (n > 0) RETURN_IF_ERROR(log_->Read(0, bytes.size(), bytes.data()));
   return bytes;
 }
 
@@ -383,26 +345,19 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
   std::string kept;
   for (const Record& r : records)
     if (r.free ? partial : r.keep) kept.append(bytes, r.pos, r.len);
-  // The new file's descriptor becomes the log's: once the rename is done
-  // there is no second open that could fail and leave appends going to the
-  // replaced file.
-  const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError(Errno(tmp + ": cannot create"));
-  Status w = WriteAll(fd, kept.data(), kept.size(), 0, tmp);
-  if (w.ok() && ::fdatasync(fd) != 0) w = Status::IOError(Errno(tmp + ": sync failed"));
-  if (w.ok() && ::rename(tmp.c_str(), log.c_str()) != 0) w = Status::IOError(Errno(log + ": cannot replace"));
+  // The new file becomes the log: once the rename is done there is no second
+  // open that could fail and leave appends going to the replaced file.
+  StatusOr<std::unique_ptr<File>> fresh = env_->Open(tmp, OpenMode::kCreate);
+  if (!fresh.ok()) return fresh.status();
+  Status w = (*fresh)->Write(0, kept.data(), kept.size());
+  if (w.ok()) w = (*fresh)->Sync();
+  if (w.ok()) w = env_->Rename(tmp, log);
   if (!w.ok()) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
+    (void)env_->Remove(tmp);
     return w;  // the old log is untouched
   }
-  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);  // the rename itself
-    ::close(dir_fd);
-  }
-  ::close(log_fd_);
-  log_fd_ = fd;
+  (void)env_->SyncDir(dir_);  // the rename itself
+  log_ = *std::move(fresh);
   if (bytes_before) *bytes_before = bytes.size();
   if (bytes_after) *bytes_after = kept.size();
   return Status::OK();
@@ -416,17 +371,12 @@ std::vector<uint64_t> ChunkStore::ChunkIds() const {
   return ids;
 }
 
-uint64_t ChunkStore::AllocatedBytes() const {
-  struct stat st;
-  if (::fstat(data_fd_, &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_blocks) * 512;
-}
+uint64_t ChunkStore::AllocatedBytes() const { return data_->AllocatedBytes(); }
 
 uint64_t ChunkStore::LogBytes() const {
-  std::lock_guard<std::mutex> lock(mu_);  // RewriteLog swaps log_fd_
-  struct stat st;
-  if (::fstat(log_fd_, &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_size);
+  std::lock_guard<std::mutex> lock(mu_);  // RewriteLog replaces log_
+  StatusOr<uint64_t> n = log_->Size();
+  return n.ok() ? *n : 0;
 }
 
 bool ChunkStore::Has(uint64_t chunk_id, int layer) const {
@@ -437,19 +387,6 @@ bool ChunkStore::Has(uint64_t chunk_id, int layer) const {
 size_t ChunkStore::chunk_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return index_.size();
-}
-
-void ChunkStore::Throttle(size_t bytes) {
-  if (opt_.read_bytes_per_second <= 0) return;
-  using clock = std::chrono::steady_clock;
-  double now = std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-  double until;
-  {
-    std::lock_guard<std::mutex> lock(throttle_mu_);
-    throttle_free_at_ = std::max(throttle_free_at_, now) + bytes / opt_.read_bytes_per_second;
-    until = throttle_free_at_;
-  }
-  if (until > now) std::this_thread::sleep_for(std::chrono::duration<double>(until - now));
 }
 
 Status ChunkStore::ReadOne(const ChunkRead& r) {
@@ -476,7 +413,6 @@ Status ChunkStore::ReadOne(const ChunkRead& r) {
     const uint64_t start = loc.offset + PartStride(0) * part;
     size_t len = 0;
     for (int p = part; p <= last; ++p) len += PartStride(p);
-    Throttle(len);
     // One aligned buffer per I/O thread, grown as needed.
     thread_local std::unique_ptr<AlignedBuffer> tls;
     thread_local size_t tls_size = 0;
@@ -486,13 +422,7 @@ Status ChunkStore::ReadOne(const ChunkRead& r) {
     }
     if (tls_size < len) return Status::IOError("out of memory for a direct read");
     AlignedBuffer& buf = *tls;
-    size_t done = 0;
-    while (done < len) {
-      ssize_t n = ::pread(direct_fd_, static_cast<uint8_t*>(buf.p) + done, len - done, static_cast<off_t>(start + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Status::IOError(Errno(dir_ + "/chunks.dat: read at " + std::to_string(start) + " failed"));
-      done += static_cast<size_t>(n);
-    }
+    RETURN_IF_ERROR(direct_->Read(start, len, buf.p));
     counters_.bytes_read += len;
     counters_.parts_read += last - part + 1;
     size_t at = 0;

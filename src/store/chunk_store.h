@@ -17,7 +17,8 @@
 // verify each part's checksum: a corrupt part is an error, never data.
 // Free gives chunks' space back to the file system (a log record, then holes
 // punched where their parts were); RewriteLog drops the records nothing needs
-// any more. One process at a time: Open locks the file LOCK.
+// any more. One process at a time: Open locks the file LOCK. Every file
+// operation goes through StoreOptions::env (store/env.h).
 #pragma once
 
 #include <atomic>
@@ -30,6 +31,7 @@
 
 #include "common/status.h"
 #include "common/thread_pool.h"
+#include "store/env.h"
 
 namespace impress {
 
@@ -52,7 +54,7 @@ struct StoreOptions {
   std::string fingerprint;     // model + dtype + chunk size; opening with another is an error
   bool create_if_missing = true;
   int io_threads = 8;          // parallel direct reads
-  double read_bytes_per_second = 0;  // cap on disk reads (0: none), to emulate slower disks
+  Env* env = nullptr;          // the file operations (Env::Default() when null); must outlive the store
 };
 
 // Where one (chunk, layer) lives and what it should hash to.
@@ -101,7 +103,7 @@ class ChunkStore {
   static StatusOr<std::unique_ptr<ChunkStore>> Open(const std::string& dir, const StoreOptions& opt,
                                                      std::vector<std::string>* committed);
   // Opens an existing store with the geometry and fingerprint its manifest
-  // records (for inspection: stats, verify).
+  // records (for inspection: stats, verify), through Env::Default().
   static StatusOr<std::unique_ptr<ChunkStore>> OpenExisting(const std::string& dir, std::vector<std::string>* committed);
   ~ChunkStore();
 
@@ -138,10 +140,15 @@ class ChunkStore {
   size_t chunk_count() const;
   uint64_t data_bytes() const { return data_end_; }
   const StoreCounters& counters() const { return counters_; }
-  bool bandwidth_capped() const { return opt_.read_bytes_per_second > 0; }
 
  private:
   ChunkStore() = default;
+  // Open's steps, in order.
+  static Status CheckGeometry(const std::string& dir, const ChunkGeometry& g);
+  Status CreateOrCheckManifest();  // a new store's MANIFEST, or an existing one that matches opt_
+  Status OpenFiles();              // chunks.dat (twice: appends and direct reads), LOCK, log
+  // Rebuilds index_ from the log (cutting a torn tail) and places data_end_.
+  Status ReplayLog(std::vector<std::string>* committed);
   size_t PartStride(int part) const;  // padded size of part index 0..2
   size_t RecordBytes() const { return PartStride(0) * 2 + PartStride(2); }
   Status ReadOne(const ChunkRead& r);
@@ -154,21 +161,19 @@ class ChunkStore {
   void EraseLocked(const std::vector<uint64_t>& ids, std::vector<std::pair<uint64_t, uint64_t>>* extents);
   // Deallocates the byte ranges (offset, length), merged where adjacent.
   Status PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents);
-  void Throttle(size_t bytes);
 
   std::string dir_;
   StoreOptions opt_;
-  int data_fd_ = -1;     // buffered, for appends
-  int direct_fd_ = -1;   // O_DIRECT, for reads
-  int log_fd_ = -1;
-  int lock_fd_ = -1;     // holds the exclusive flock on DIR/LOCK
+  Env* env_ = nullptr;
+  std::unique_ptr<FileLock> lock_;  // the exclusive lock on DIR/LOCK; taken first, released last
+  std::unique_ptr<File> data_;      // chunks.dat, for appends
+  std::unique_ptr<File> direct_;    // chunks.dat, for direct reads
+  std::unique_ptr<File> log_;
   uint64_t data_end_ = 0;
-  mutable std::mutex mu_;  // guards index_, data_end_, commits
+  mutable std::mutex mu_;  // guards index_, data_end_, commits, log_
   std::map<std::pair<uint64_t, int>, ChunkLocation> index_;
   std::unique_ptr<ThreadPool> io_;
   StoreCounters counters_;
-  std::mutex throttle_mu_;
-  double throttle_free_at_ = 0;  // seconds on the steady clock when the disk is next free
 };
 
 }  // namespace impress

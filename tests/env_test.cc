@@ -1,0 +1,120 @@
+// The storage seam: the whole-file helpers over the POSIX backend, and a
+// backend that fails reads the way a dying disk does, to show what a
+// request does with each kind of failure: an I/O error is the request's
+// error (one line naming the file), never a silent recomputation.
+#include "store/env.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "engine/request.h"
+#include "model_store_fixture.h"
+
+namespace impress {
+namespace {
+
+using testing::TempDir;
+
+TEST(Env, WholeFileHelpers) {
+  TempDir dir;
+  Env* env = Env::Default();
+  const std::string path = dir.File("f");
+  ASSERT_TRUE(WriteFileAtomically(env, path, "first").ok());
+  ASSERT_TRUE(WriteFileAtomically(env, path, "second, longer").ok());
+  auto got = ReadFileToString(env, path);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(*got, "second, longer");
+  EXPECT_FALSE(env->Exists(path + ".tmp"));
+  auto missing = ReadFileToString(env, dir.File("absent"));
+  EXPECT_TRUE(missing.status().IsNotFound()) << missing.status().message();
+  EXPECT_NE(missing.status().message().find(dir.File("absent")), std::string::npos);
+}
+
+TEST(Env, ReadPastTheEndIsAnError) {
+  TempDir dir;
+  Env* env = Env::Default();
+  ASSERT_TRUE(WriteFileAtomically(env, dir.File("f"), "abc").ok());
+  auto f = env->Open(dir.File("f"), OpenMode::kRead);
+  ASSERT_TRUE(f.ok());
+  char buf[8];
+  Status s = (*f)->Read(0, sizeof buf, buf);
+  EXPECT_TRUE(s.IsIOError()) << s.message();
+  EXPECT_NE(s.message().find("the file ends after 3"), std::string::npos) << s.message();
+}
+
+TEST(Env, SecondLockIsRefusedUntilTheFirstIsGone) {
+  TempDir dir;
+  Env* env = Env::Default();
+  auto a = env->Lock(dir.File("LOCK"));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  // flock is per open file description: a second open in this process conflicts too.
+  auto b = env->Lock(dir.File("LOCK"));
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().message(), dir.path() + ": in use by another process (LOCK is held)");
+  a->reset();
+  EXPECT_TRUE(env->Lock(dir.File("LOCK")).ok());
+}
+
+// Direct reads fail with EIO's text while `failing` is set.
+class FailingReadsEnv final : public EnvWrapper {
+ public:
+  FailingReadsEnv() : EnvWrapper(Env::Default()) {}
+  std::atomic<bool> failing{false};
+
+  StatusOr<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<File> f, EnvWrapper::Open(path, mode));
+    if (mode != OpenMode::kDirectRead) return f;
+    return std::unique_ptr<File>(new Failing(std::move(f), &failing));
+  }
+
+ private:
+  class Failing final : public FileWrapper {
+   public:
+    Failing(std::unique_ptr<File> f, std::atomic<bool>* failing) : FileWrapper(std::move(f)), failing_(failing) {}
+    Status Read(uint64_t offset, size_t n, void* dst) override {
+      if (*failing_) return Status::IOError(path() + ": read at " + std::to_string(offset) + " failed: Input/output error");
+      return FileWrapper::Read(offset, n, dst);
+    }
+
+   private:
+    std::atomic<bool>* failing_;
+  };
+};
+
+class EnvFaultTest : public testing::ModelStoreTest {};
+
+TEST_P(EnvFaultTest, ReadErrorIsTheRequestsErrorNotARecomputation) {
+  TempDir dir;
+  FailingReadsEnv env;
+  PrefixStoreOptions o = Options(dir.path());
+  o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;  // every load reads the disk
+  o.env = &env;
+  auto store = PrefixStore::Open(*model_, o);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  std::vector<int32_t> prefix = Tokens(48, 5), ctx = prefix;
+  for (int32_t t : Tokens(6, 9)) ctx.push_back(t);
+  std::unique_ptr<RewindableKv> kv;
+  RequestTrace warm;
+  ASSERT_TRUE(RunRequest(*ParseSystem("as"), *model_, store->get(), prefix, 48, &kv, &warm).ok());
+  env.failing = true;
+  for (const char* name : {"as", "h2o-lru", "impress-itf"}) {
+    RequestTrace t;
+    auto r = RunRequest(*ParseSystem(name, 0.25), *model_, store->get(), ctx, 48, &kv, &t);
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_TRUE(r.status().IsIOError()) << name << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find(dir.path() + "/chunks.dat: read at "), std::string::npos)
+        << r.status().message();
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+    EXPECT_FALSE(t.recomputed_after_error) << name;
+  }
+  env.failing = false;  // the disk is back: the stored prefix serves again
+  RequestTrace t;
+  ASSERT_TRUE(RunRequest(*ParseSystem("as"), *model_, store->get(), ctx, 48, &kv, &t).ok());
+  EXPECT_EQ(t.reused_tokens, 48);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, EnvFaultTest, ::testing::Values("tiny-llama-gqa"), testing::ParamName);
+
+}  // namespace
+}  // namespace impress
