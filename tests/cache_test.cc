@@ -74,7 +74,7 @@ TEST(TieredCache, InvariantsUnderRandomStream) {
     TierOptions opt;
     opt.gpu_bytes = 10 * 1024;
     opt.cpu_bytes = 25 * 1024;
-    opt.policy = policy;
+    opt.policy = *ParsePolicy(policy);
     auto cache = TieredCache::Create(opt);
     ASSERT_TRUE(cache.ok());
     TieredCache& c = **cache;
@@ -140,7 +140,7 @@ TEST(ChunkScores, TransferGivesTheBestHistoryFirst) {
 TEST(TieredCache, ScorePolicyPlacesByScore) {
   TierOptions opt;
   opt.gpu_bytes = opt.cpu_bytes = 2 * 256;  // two 8-token chunks each
-  opt.policy = "score";
+  opt.policy = PolicyKind::kScore;
   auto cache = TieredCache::Create(opt);
   ASSERT_TRUE(cache.ok()) << cache.status().message();
   TieredCache& c = **cache;

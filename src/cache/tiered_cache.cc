@@ -2,8 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
-#include <thread>
 
 namespace impress {
 
@@ -11,33 +9,41 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& op
   if (opt.gpu_bytes < 0 || opt.cpu_bytes < 0) return Status::InvalidArgument("cache capacities must not be negative");
   auto c = std::unique_ptr<TieredCache>(new TieredCache());
   c->opt_ = opt;
-  if (opt.policy == "score") {
-    c->scores_ = std::make_unique<ChunkScores>();
-    for (auto& l : c->levels_) l.policy = std::make_unique<ScorePolicy>(c->scores_.get());
-    return c;
-  }
-  for (auto& l : c->levels_) {
-    ASSIGN_OR_RETURN(l.policy, MakePolicy(opt.policy));
-  }
+  c->placement_ = MakePlacement(opt.policy);
+  c->levels_.resize(kCacheTiers);
+  for (Level& l : c->levels_) l.policy = c->placement_->NewRanking();
+  if (opt.h2d_bytes_per_second > 0) c->h2d_ = std::make_unique<Pacer>(opt.h2d_bytes_per_second);
   return c;
 }
 
-ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t) {
+ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t, int64_t* h2d) {
   at::Device dev = t == 0 ? opt_.gpu_device : at::Device(at::kCPU);
   ChunkKv out{kv.k.to(dev), kv.v.to(dev)};
   if (t == 1 && opt_.gpu_device.is_cuda()) {  // the CPU tier is pinned under CUDA, for fast copies up
     out.k = out.k.pin_memory();
     out.v = out.v.pin_memory();
   }
-  if (t == 0 && opt_.h2d_bytes_per_second > 0 && kv.k.device() != dev)
-    std::this_thread::sleep_for(std::chrono::duration<double>(out.bytes() / opt_.h2d_bytes_per_second));
+  if (t == 0 && kv.k.device() != dev) *h2d += out.bytes();
   if (t == 0 && opt_.gpu_device.is_cpu()) {  // emulated device pool: a copy, as a transfer would make
     out.k = out.k.clone();
     out.v = out.v.clone();
-    if (opt_.h2d_bytes_per_second > 0)
-      std::this_thread::sleep_for(std::chrono::duration<double>(out.bytes() / opt_.h2d_bytes_per_second));
+    *h2d += out.bytes();
   }
   return out;
+}
+
+void TieredCache::PaceCopy(int64_t bytes) {
+  if (h2d_ != nullptr && bytes > 0) h2d_->Wait(static_cast<size_t>(bytes));
+}
+
+ChunkKv TieredCache::TakeLocked(int t, uint64_t key) {
+  Level& L = levels_[t];
+  auto it = L.entries.find(key);
+  ChunkKv kv = std::move(it->second);
+  L.policy->Erase(key);
+  L.entries.erase(it);
+  L.used -= kv.bytes();
+  return kv;
 }
 
 bool TieredCache::InsertLocked(int t, uint64_t key, ChunkKv kv) {
@@ -47,11 +53,8 @@ bool TieredCache::InsertLocked(int t, uint64_t key, ChunkKv kv) {
   while (L.used + kv.bytes() > cap) {
     auto victim = L.policy->Victim([&](uint64_t k) { return !pinned_(k); });
     if (!victim) return false;  // everything left is in use
-    ChunkKv out = std::move(L.entries.at(*victim));
-    L.policy->Erase(*victim);
-    L.entries.erase(*victim);
-    L.used -= out.bytes();
-    if (t == 0) InsertLocked(1, *victim, ToTier(out, 1));  // demote; dropped if it does not fit
+    ChunkKv out = TakeLocked(t, *victim);
+    if (t + 1 < kCacheTiers) InsertLocked(t + 1, *victim, ToTier(out, t + 1, nullptr));  // demote; dropped if it does not fit
   }
   L.used += kv.bytes();
   L.entries.emplace(key, std::move(kv));
@@ -60,107 +63,120 @@ bool TieredCache::InsertLocked(int t, uint64_t key, ChunkKv kv) {
 }
 
 bool TieredCache::AdmitLocked(int t, uint64_t key, int64_t bytes) const {
-  if (!scored()) return true;
   const Level& L = levels_[t];
   if (L.used + bytes <= capacity(static_cast<Tier>(t))) return true;
   auto victim = L.policy->Victim([&](uint64_t k) { return !pinned_(k); });
-  return victim && scores_->Score(key) > scores_->Score(*victim);
+  return victim && placement_->Admits(key, *victim);
 }
 
 std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (scored()) {
-    scores_->Access(key);
-    for (Level& L : levels_)
-      if (L.entries.count(key)) L.policy->Touch(key);
+  int64_t h2d = 0;
+  std::optional<ChunkKv> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (placement_->Accessed(key))
+      for (Level& L : levels_)
+        if (L.entries.count(key)) L.policy->Touch(key);
+    *tier = Tier::kDisk;
+    for (int t = 0; t < kCacheTiers && !out; ++t) {
+      Level& L = levels_[t];
+      auto it = L.entries.find(key);
+      if (it == L.entries.end()) continue;
+      counters_.hits[t]++;
+      counters_.bytes_served[t] += it->second.bytes();
+      *tier = static_cast<Tier>(t);
+      if (t == 0) {
+        L.policy->Touch(key);
+        out = it->second;
+        continue;
+      }
+      // A lower tier's hit moves to the top, unless the policy places it on observation.
+      ChunkKv kv = TakeLocked(t, key);
+      out = ToTier(kv, 0, &h2d);
+      if (placement_->PlacesOnObserve() || !InsertLocked(0, key, *out)) InsertLocked(t, key, kv);
+    }
+    if (!out) counters_.misses++;
   }
-  auto g = levels_[0].entries.find(key);
-  if (g != levels_[0].entries.end()) {
-    levels_[0].policy->Touch(key);
-    counters_.hits[0]++;
-    counters_.bytes_served[0] += g->second.bytes();
-    *tier = Tier::kGpu;
-    return g->second;
-  }
-  auto c = levels_[1].entries.find(key);
-  if (c != levels_[1].entries.end()) {
-    ChunkKv kv = std::move(c->second);
-    levels_[1].policy->Erase(key);
-    levels_[1].entries.erase(c);
-    levels_[1].used -= kv.bytes();
-    counters_.hits[1]++;
-    counters_.bytes_served[1] += kv.bytes();
-    *tier = Tier::kCpu;
-    ChunkKv on_gpu = ToTier(kv, 0);
-    // Under the score policy it stays in the CPU tier until Observe.
-    if (scored() || !InsertLocked(0, key, on_gpu)) InsertLocked(1, key, kv);
-    return on_gpu;
-  }
-  counters_.misses++;
-  *tier = Tier::kDisk;
-  return std::nullopt;
+  PaceCopy(h2d);
+  return out;
+}
+
+bool TieredCache::Cached(uint64_t key) const {
+  for (const Level& L : levels_)
+    if (L.entries.count(key)) return true;
+  return false;
 }
 
 void TieredCache::Put(uint64_t key, const ChunkKv& kv) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (levels_[0].entries.count(key) || levels_[1].entries.count(key)) return;
-  if (scored()) {
-    // Every caller observes what it put; this only bounds a caller that failed to.
-    if (pending_.size() > (1u << 12)) pending_.clear();
-    pending_[key] = kv;
-    return;
+  int64_t h2d = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Cached(key)) return;
+    if (placement_->PlacesOnObserve()) {
+      // Every caller observes what it put; this only bounds a caller that failed to.
+      if (pending_.size() > (1u << 12)) pending_.clear();
+      pending_[key] = kv;
+      return;
+    }
+    if (!InsertLocked(0, key, ToTier(kv, 0, &h2d))) InsertLocked(1, key, ToTier(kv, 1, nullptr));
   }
-  if (!InsertLocked(0, key, ToTier(kv, 0))) InsertLocked(1, key, ToTier(kv, 1));
+  PaceCopy(h2d);
 }
 
 void TieredCache::PutIn(uint64_t key, const ChunkKv& kv, Tier top) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (levels_[0].entries.count(key) || levels_[1].entries.count(key)) return;
-  if (top == Tier::kGpu && InsertLocked(0, key, ToTier(kv, 0))) return;
-  if (top != Tier::kDisk) InsertLocked(1, key, ToTier(kv, 1));
+  int64_t h2d = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Cached(key)) return;
+    if (top == Tier::kGpu && InsertLocked(0, key, ToTier(kv, 0, &h2d))) {
+    } else if (top != Tier::kDisk) {
+      InsertLocked(1, key, ToTier(kv, 1, nullptr));
+    }
+  }
+  PaceCopy(h2d);
 }
 
 void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& important_shares) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!scored()) return;
-  for (const auto& [key, share] : important_shares) {
-    scores_->Important(key, share);
-    for (Level& L : levels_)
-      if (L.entries.count(key)) L.policy->Touch(key);
-    auto p = pending_.find(key);
-    if (p != pending_.end()) {  // read from disk: the highest tier whose lowest score it beats
-      ChunkKv kv = std::move(p->second);
-      pending_.erase(p);
-      if (AdmitLocked(0, key, kv.bytes()) && InsertLocked(0, key, ToTier(kv, 0))) continue;
-      if (AdmitLocked(1, key, kv.bytes())) InsertLocked(1, key, ToTier(kv, 1));
-      continue;
-    }
-    auto c = levels_[1].entries.find(key);
-    if (c != levels_[1].entries.end() && AdmitLocked(0, key, c->second.bytes())) {
-      // A CPU hit that beats the GPU tier's lowest replaces it; the loser goes down.
-      ChunkKv kv = std::move(c->second);
-      levels_[1].policy->Erase(key);
-      levels_[1].entries.erase(c);
-      levels_[1].used -= kv.bytes();
-      if (!InsertLocked(0, key, ToTier(kv, 0))) InsertLocked(1, key, kv);
+  if (!placement_->PlacesOnObserve()) return;
+  int64_t h2d = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, share] : important_shares) {
+      placement_->Observed(key, share);
+      for (Level& L : levels_)
+        if (L.entries.count(key)) L.policy->Touch(key);
+      auto p = pending_.find(key);
+      if (p != pending_.end()) {  // read from disk: the highest tier that admits it
+        ChunkKv kv = std::move(p->second);
+        pending_.erase(p);
+        if (AdmitLocked(0, key, kv.bytes()) && InsertLocked(0, key, ToTier(kv, 0, &h2d))) continue;
+        if (AdmitLocked(1, key, kv.bytes())) InsertLocked(1, key, ToTier(kv, 1, nullptr));
+        continue;
+      }
+      if (levels_[1].entries.count(key) && AdmitLocked(0, key, levels_[1].entries.at(key).bytes())) {
+        // A CPU hit that beats the GPU tier's next victim replaces it; the loser goes down.
+        ChunkKv kv = TakeLocked(1, key);
+        if (!InsertLocked(0, key, ToTier(kv, 0, &h2d))) InsertLocked(1, key, kv);
+      }
     }
   }
+  PaceCopy(h2d);
 }
 
 void TieredCache::TransferScores(const std::vector<uint64_t>& from, const std::vector<uint64_t>& to) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (scored()) scores_->Transfer(from, to);
+  placement_->Transfer(from, to);
 }
 
 int64_t TieredCache::score_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return scored() ? scores_->bytes() : 0;
+  return placement_->bytes();
 }
 
 Tier TieredCache::Where(uint64_t key) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (levels_[0].entries.count(key)) return Tier::kGpu;
-  if (levels_[1].entries.count(key)) return Tier::kCpu;
+  for (int t = 0; t < kCacheTiers; ++t)
+    if (levels_[t].entries.count(key)) return static_cast<Tier>(t);
   return Tier::kDisk;
 }
 

@@ -2,12 +2,14 @@
 //
 // Exclusive: a chunk is in at most one of them; the disk holds every chunk,
 // so eviction never writes back. Capacities are bytes and are never exceeded.
-// With LRU or LFU a chunk read from disk, or hit in the CPU tier, moves to the
-// GPU tier. With IMPRESS's "score" policy (PAPER.md section 3) placement waits
-// for the access's important share (Observe), then a chunk moves up only past
-// the lowest-scoring chunk of the tier it would enter: a CPU hit replaces the
-// GPU tier's lowest score if it beats it (the loser goes down); a disk read
-// lands in the highest tier whose lowest score it beats, or in neither.
+// Which chunk goes where is the policy's (policy/placement.h): with LRU or
+// LFU a chunk read from disk, or hit in the CPU tier, moves to the GPU tier.
+// With IMPRESS's "score" policy (PAPER.md section 3) placement waits for the
+// access's important share (Observe), then a chunk moves up only past the
+// tier's next victim: a CPU hit replaces the GPU tier's lowest score if it
+// beats it (the loser goes down); a disk read lands in the highest tier whose
+// lowest score it beats, or in neither. An emulated copy up to the GPU tier
+// (TierOptions::h2d_bytes_per_second) waits with no lock held.
 // The GPU tier is CUDA memory when LibTorch sees a GPU, otherwise an emulated
 // device pool in host memory; the CPU tier is host memory (pinned under CUDA).
 // Thread-safe.
@@ -23,8 +25,9 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "policy/policy.h"
-#include "policy/score.h"
+#include "cache/tier.h"
+#include "common/pacer.h"
+#include "policy/placement.h"
 
 namespace impress {
 
@@ -34,20 +37,18 @@ struct ChunkKv {
   int64_t bytes() const { return static_cast<int64_t>(k.nbytes() + v.nbytes()); }
 };
 
-enum class Tier { kGpu = 0, kCpu = 1, kDisk = 2 };
-
 struct TierOptions {
   int64_t gpu_bytes = 0;
   int64_t cpu_bytes = 0;
-  std::string policy = "lru";        // lru, lfu or score
+  PolicyKind policy = PolicyKind::kLru;
   at::Device gpu_device = at::kCPU;  // kCUDA on a GPU machine; kCPU emulates the pool
   double h2d_bytes_per_second = 0;   // cap on CPU->GPU copies (0: none)
 };
 
 struct CacheCounters {
-  int64_t hits[2] = {0, 0};    // per tier (GPU, CPU)
+  TierCounts hits;          // per cache tier (GPU, CPU)
   int64_t misses = 0;
-  int64_t bytes_served[3] = {0, 0, 0};  // per tier, including disk reads reported by the caller
+  TierCounts bytes_served;  // per tier, including disk reads reported by the caller
 };
 
 class TieredCache {
@@ -71,16 +72,16 @@ class TieredCache {
   void RecordDiskRead(int64_t bytes);
   // Drops `key` from whichever tier holds it (a chunk no request will read again).
   void Erase(uint64_t key);
-  // The score policy's input: the share (0..1) of each chunk's tokens the
-  // access just made found important; places the chunks that access brought
-  // up. No effect under LRU and LFU.
+  // The policy's input: the share (0..1) of each chunk's tokens the access
+  // just made found important; places the chunks that access brought up.
+  // No effect unless the policy places on observation (the score policy).
   void Observe(const std::vector<std::pair<uint64_t, double>>& important_shares);
-  // Score policy: `to` inherits the score histories of `from`, best first
-  // (a reordered copy, most important chunk first). Call before caching `to`.
+  // `to` inherits what the policy learned of `from`, best first (a
+  // reordered copy, most important chunk first). Call before caching `to`.
   void TransferScores(const std::vector<uint64_t>& from, const std::vector<uint64_t>& to);
-  // True under the score policy (Observe and TransferScores do something).
-  bool scored() const { return scores_ != nullptr; }
-  // Bytes of score metadata (0 under LRU and LFU).
+  // True when Observe does something (callers may skip computing shares otherwise).
+  bool wants_observations() const { return placement_->PlacesOnObserve(); }
+  // Bytes of the policy's own state (score metadata; 0 under LRU and LFU).
   int64_t score_bytes() const;
 
   CacheCounters counters() const;
@@ -98,19 +99,26 @@ class TieredCache {
   };
   // Inserts into level `t`, evicting to make room; returns false when it cannot fit.
   bool InsertLocked(int t, uint64_t key, ChunkKv kv);
-  // Score policy: whether `key` may enter level `t` (room, or a higher score
-  // than the level's lowest evictable entry). Always true under LRU and LFU.
+  // Whether `key` may enter level `t`: room, or the policy admits it past
+  // the level's next evictable victim.
   bool AdmitLocked(int t, uint64_t key, int64_t bytes) const;
-
-  ChunkKv ToTier(const ChunkKv& kv, int t);
+  bool Cached(uint64_t key) const;  // in any level; REQUIRES: mu_ held
+  // Removes `key` from level `t` and returns it. REQUIRES: present
+  ChunkKv TakeLocked(int t, uint64_t key);
+  // A copy of `kv` in level t's memory. A copy into level 0 from elsewhere
+  // adds its bytes to `*h2d` (paced after the lock is released).
+  ChunkKv ToTier(const ChunkKv& kv, int t, int64_t* h2d);
+  // The emulated host-to-device link: waits for `bytes` at h2d_bytes_per_second.
+  void PaceCopy(int64_t bytes);
 
   TierOptions opt_;
   mutable std::mutex mu_;
-  Level levels_[2];
+  std::vector<Level> levels_;  // kCacheTiers of them, fastest first
   std::function<bool(uint64_t)> pinned_ = [](uint64_t) { return false; };
-  std::unique_ptr<ChunkScores> scores_;  // score policy only
-  std::unordered_map<uint64_t, ChunkKv> pending_;  // score policy: read from disk, awaiting Observe
+  std::unique_ptr<Placement> placement_;
+  std::unordered_map<uint64_t, ChunkKv> pending_;  // read from disk, awaiting Observe (PlacesOnObserve)
   CacheCounters counters_;
+  std::unique_ptr<Pacer> h2d_;  // TierOptions::h2d_bytes_per_second, when set
 };
 
 }  // namespace impress

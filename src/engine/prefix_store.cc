@@ -389,7 +389,7 @@ Status PrefixStore::LoadLayer(const std::vector<uint64_t>& chunks, int layer, at
 }
 
 void PrefixStore::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {
-  if (!cache_->scored()) return;
+  if (!cache_->wants_observations()) return;
   std::vector<std::pair<uint64_t, double>> shares;
   for (uint64_t c : chunks) shares.push_back({CacheKey(c, layer), 1.0});
   cache_->Observe(shares);

@@ -51,12 +51,12 @@ struct PrefixStoreOptions {
 // What one layer's load touched.
 struct LoadStats {
   int64_t chunks = 0;                // (chunk, layer) pairs served, each counted once
-  int64_t hits[2] = {0, 0};          // GPU, CPU
+  TierCounts hits;                   // of those, found in a cache tier (GPU, CPU)
   int64_t disk_chunks = 0;           // of those, read (in one or more parts) from disk
-  int64_t bytes[3] = {0, 0, 0};      // served from GPU, CPU, disk
+  TierCounts bytes;                  // served per tier (GPU, CPU, disk)
   LoadStats& operator+=(const LoadStats& o) {
-    for (int i = 0; i < 3; ++i) bytes[i] += o.bytes[i];
-    for (int i = 0; i < 2; ++i) hits[i] += o.hits[i];
+    bytes += o.bytes;
+    hits += o.hits;
     chunks += o.chunks;
     disk_chunks += o.disk_chunks;
     return *this;

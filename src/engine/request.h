@@ -31,7 +31,7 @@ struct RequestTrace {
   LoadStats load;          // summed over layers
   SelectionCounters selection;  // per layer: probes, fallbacks, kept of total tokens
   double important_share_sum = 0;  // over chunks read for selection (kv_chunks()): selected tokens / C
-  int64_t kv_chunk_tier[3] = {0, 0, 0};  // those chunks by the tier their K/V came from (GPU, CPU, disk)
+  TierCounts kv_chunk_tier;  // those chunks by the tier their K/V came from (GPU, CPU, disk)
   std::vector<int64_t> layer_kv_chunks;  // per layer: chunks whose K or V a selection read
   // RequestOptions::speculate: (chunk, layer) pairs whose K/V were read ahead
   // on a guess, and of those the ones the layer's selection then needed.

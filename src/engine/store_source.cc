@@ -214,7 +214,7 @@ void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int6
   if (trace_->layer_kv_chunks.size() <= static_cast<size_t>(l)) trace_->layer_kv_chunks.resize(l + 1, 0);
   trace_->layer_kv_chunks[l] += static_cast<int64_t>(need.size());
   trace_->prefix_chunks = static_cast<int64_t>(chunks_.size());
-  if (!store_.cache().scored()) return;
+  if (!store_.cache().wants_observations()) return;
   std::vector<int64_t> count(chunks_.size(), 0);
   auto acc = slots.accessor<int64_t, 1>();
   for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;

@@ -9,17 +9,17 @@ struct SystemRecipe {
   const char* name;
   bool reuse;
   SelectorKind kind;
-  const char* policy;
+  PolicyKind policy;
   bool reorder;
 };
 constexpr SystemRecipe kSystems[] = {
-    {"recomp", false, SelectorKind::kFull, "lru", false},
-    {"as", true, SelectorKind::kFull, "lru", false},
-    {"h2o-lru", true, SelectorKind::kH2O, "lru", false},
-    {"h2o-lfu", true, SelectorKind::kH2O, "lfu", false},
-    {"impress-itf", true, SelectorKind::kItf, "lfu", false},
-    {"impress-itf-ro", true, SelectorKind::kItf, "lfu", true},
-    {"impress", true, SelectorKind::kItf, "score", true},
+    {"recomp", false, SelectorKind::kFull, PolicyKind::kLru, false},
+    {"as", true, SelectorKind::kFull, PolicyKind::kLru, false},
+    {"h2o-lru", true, SelectorKind::kH2O, PolicyKind::kLru, false},
+    {"h2o-lfu", true, SelectorKind::kH2O, PolicyKind::kLfu, false},
+    {"impress-itf", true, SelectorKind::kItf, PolicyKind::kLfu, false},
+    {"impress-itf-ro", true, SelectorKind::kItf, PolicyKind::kLfu, true},
+    {"impress", true, SelectorKind::kItf, PolicyKind::kScore, true},
 };
 
 }  // namespace

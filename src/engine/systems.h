@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "policy/placement.h"
 #include "select/selector.h"
 
 namespace impress {
@@ -16,7 +17,7 @@ struct System {
   std::string name;            // one of SystemNames()
   bool reuse = false;          // false: recompute the whole context
   SelectorOptions select;      // which stored prefix KV each layer loads
-  std::string policy = "lru";  // cache policy of the GPU and CPU tiers
+  PolicyKind policy = PolicyKind::kLru;  // cache policy of the GPU and CPU tiers
   bool reorder = false;        // record importance for KV reordering (the caller runs the reorderer)
 };
 // recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress.

@@ -23,13 +23,14 @@ struct SystemRun {
   std::string system;
   std::vector<double> ttft, io, select;
   nlohmann::json per_request = nlohmann::json::array();  // measured requests, in order (tails)
-  int64_t bytes[3] = {0, 0, 0}, hits[2] = {0, 0}, chunk_loads = 0, disk_chunks = 0;
+  TierCounts bytes, hits;
+  int64_t chunk_loads = 0, disk_chunks = 0;
   int64_t reused = 0, computed = 0, recomputed_after_error = 0;
   int correct = 0, n = 0;
   std::string policy = "-";
   double important_sum = 0;
   int64_t selected_chunks = 0;           // (chunk, layer) pairs read for the tokens selection kept (Fig. 20)
-  int64_t kv_tier[3] = {0, 0, 0};        // ... by the tier they came from (Fig. 21)
+  TierCounts kv_tier;                    // ... by the tier they came from (Fig. 21)
   std::vector<int64_t> layer_kv_chunks;  // per layer: chunks whose K/V a selection read
   int64_t prefix_chunks = 0;             // chunks available per layer, summed over requests
   int64_t speculated = 0, speculated_used = 0;  // RequestTrace's, summed
@@ -47,8 +48,8 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   ttft.push_back(t.ttft_ms);
   io.push_back(t.io_ms);
   select.push_back(t.select_ms);
-  for (int i = 0; i < 3; ++i) bytes[i] += t.load.bytes[i];
-  for (int i = 0; i < 2; ++i) hits[i] += t.load.hits[i];
+  bytes += t.load.bytes;
+  hits += t.load.hits;
   chunk_loads += t.load.chunks;
   disk_chunks += t.load.disk_chunks;
   reused += t.reused_tokens;
@@ -57,7 +58,7 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   selection.Merge(t.selection);
   important_sum += t.important_share_sum;
   selected_chunks += t.kv_chunks();
-  for (int i = 0; i < 3; ++i) kv_tier[i] += t.kv_chunk_tier[i];
+  kv_tier += t.kv_chunk_tier;
   layer_kv_chunks.resize(layers, 0);
   for (size_t l = 0; l < t.layer_kv_chunks.size() && l < layer_kv_chunks.size(); ++l)
     layer_kv_chunks[l] += t.layer_kv_chunks[l];
@@ -75,7 +76,7 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
   // Selection reads K/V of chunks holding kept tokens; as reads every chunk.
   const double kv_chunks = n ? double(kept_share < 1.0 ? selected_chunks : chunk_loads) / n : 0;
   // GPU hits among the chunks whose K/V were read (every load for as).
-  const int64_t kv_n = kv_tier[0] + kv_tier[1] + kv_tier[2];
+  const int64_t kv_n = kv_tier.Total();
   const double kv_hit_gpu = kept_share < 1.0 ? (kv_n ? double(kv_tier[0]) / kv_n : 0) : hit_gpu;
   std::vector<double> layer_kept, layer_load, layer_fallback;
   for (size_t l = 0; l < selection.total.size(); ++l) {
@@ -142,6 +143,9 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
     ASSIGN_OR_RETURN(System s, ParseSystem(name, o.retention, o.alpha));
     ASSIGN_OR_RETURN(s.select.unit, ParseItfUnit(o.itf_unit));
     ASSIGN_OR_RETURN(s.select.probe_layout, ParseProbeLayout(o.probe_layout));
+    if (!o.policy.empty()) {
+      ASSIGN_OR_RETURN(s.policy, ParsePolicy(o.policy));
+    }
     systems.push_back(s);
   }
   ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(o.data, *task, task->train_split)));
@@ -178,12 +182,12 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       so.kv_dtype = o.kv_dtype;
       so.tiers.gpu_bytes = o.gpu_cache;
       so.tiers.cpu_bytes = o.cpu_cache;
-      so.tiers.policy = o.policy.empty() ? system.policy : o.policy;
+      so.tiers.policy = system.policy;
       so.tiers.h2d_bytes_per_second = o.h2d_bw;
       so.disk_bytes_per_second = o.disk_bw;
       so.probe_layout = system.select.probe_layout;
       so.stored_copies = false;  // every system starts from the pool in token order
-      run.policy = so.tiers.policy;
+      run.policy = PolicyName(system.policy);
       ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids));
     }
     // IMPRESS's reordering: one pass ends the warm-up (finished before

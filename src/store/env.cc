@@ -2,9 +2,8 @@
 #include "store/env.h"
 
 #include <algorithm>
-#include <chrono>
-#include <mutex>
-#include <thread>
+
+#include "common/pacer.h"
 
 namespace impress {
 
@@ -35,29 +34,6 @@ Status WriteFileAtomically(Env* env, const std::string& path, const std::string&
 }
 
 namespace {
-
-// One shared budget: each read is given the next free interval of the
-// emulated disk and sleeps until it ends, outside the lock.
-class Pacer {
- public:
-  explicit Pacer(double bytes_per_second) : rate_(bytes_per_second) {}
-  void Wait(size_t bytes) {
-    using clock = std::chrono::steady_clock;
-    const double now = std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-    double until;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      free_at_ = std::max(free_at_, now) + bytes / rate_;
-      until = free_at_;
-    }
-    if (until > now) std::this_thread::sleep_for(std::chrono::duration<double>(until - now));
-  }
-
- private:
-  double rate_;
-  std::mutex mu_;
-  double free_at_ = 0;  // seconds on the steady clock when the disk is next free
-};
 
 class PacedFile final : public FileWrapper {
  public:

@@ -1,0 +1,37 @@
+// The tiers a chunk's KV can be served from, fastest first, and one counter
+// per tier. Today's stack is the GPU cache, the CPU cache and the disk
+// store; a tier added below the disk (a shared remote store) takes the next
+// index, and every counter has room for it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace impress {
+
+enum class Tier { kGpu = 0, kCpu = 1, kDisk = 2 };
+constexpr int kCacheTiers = 2;  // the in-memory levels above the disk
+constexpr int kMaxTiers = 4;    // room for one tier below the disk
+
+// One count per tier, indexed by Tier or its integer.
+class TierCounts {
+ public:
+  int64_t& operator[](int t) { return n_[t]; }
+  int64_t operator[](int t) const { return n_[t]; }
+  int64_t& operator[](Tier t) { return n_[static_cast<int>(t)]; }
+  int64_t operator[](Tier t) const { return n_[static_cast<int>(t)]; }
+  TierCounts& operator+=(const TierCounts& o) {
+    for (int i = 0; i < kMaxTiers; ++i) n_[i] += o.n_[i];
+    return *this;
+  }
+  int64_t Total() const {
+    int64_t s = 0;
+    for (int64_t x : n_) s += x;
+    return s;
+  }
+
+ private:
+  std::array<int64_t, kMaxTiers> n_{};
+};
+
+}  // namespace impress
