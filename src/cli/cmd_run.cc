@@ -104,7 +104,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
                   "copies those KV heads' keys, so it needs its own --store)")
       ->check(CLI::IsMember(ProbeLayoutNames()));
   cmd->add_option("--policy", c->policy, "cache policy for every system (default: each system's own)")
-      ->check(CLI::IsMember({"lru", "lfu", "score"}));
+      ->check(CLI::IsMember(PolicyNames()));
   cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
   cmd->add_option("--mean", c->mean, "centre of the prefix choice, fraction of the pool");
   cmd->add_option("--spread", c->spread, "standard deviation of the prefix choice, fraction of the pool");
