@@ -50,13 +50,11 @@ std::string Base(const std::string& dir) {
   return s.empty() ? std::filesystem::path(dir).lexically_normal().parent_path().filename().string() : s;
 }
 
+// What identifies a run: the model and every field of its config.
 ojson Key(const std::string& model, const RunConfig& c) {
-  return {{"model", model}, {"task", c.task}, {"systems", c.systems}, {"store", c.store}, {"pool", c.pool},
-          {"prefix_tokens", c.prefix_tokens}, {"requests", c.requests}, {"warmup", c.warmup}, {"chunk", c.chunk},
-          {"gpu", c.gpu_cache}, {"cpu", c.cpu_cache}, {"disk_bw", c.disk_bw}, {"h2d_bw", c.h2d_bw},
-          {"policy", c.policy}, {"kv", c.kv_dtype}, {"retention", c.retention}, {"alpha", c.alpha},
-          {"itf_unit", c.itf_unit}, {"probe_layout", c.probe_layout}, {"seed", c.seed}, {"mean", c.mean},
-          {"spread", c.spread}};
+  ojson k = c.ToJson();
+  k["model"] = model;
+  return k;
 }
 
 // Names the experiment about to run on stderr (they take minutes).

@@ -135,6 +135,15 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixSto
 
 }  // namespace
 
+nlohmann::ordered_json RunConfig::ToJson() const {
+  return {{"task", task}, {"pool", pool}, {"prefix_tokens", prefix_tokens}, {"requests", requests},
+          {"warmup", warmup}, {"chunk", chunk}, {"kv_dtype", kv_dtype}, {"gpu_cache", gpu_cache},
+          {"cpu_cache", cpu_cache}, {"retention", retention}, {"alpha", alpha}, {"itf_unit", itf_unit},
+          {"probe_layout", probe_layout}, {"disk_bw", disk_bw}, {"h2d_bw", h2d_bw}, {"seed", seed}, {"mean", mean},
+          {"spread", spread}, {"prefetch", prefetch}, {"speculate", speculate}, {"systems", systems},
+          {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every}};
+}
+
 StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o) {
   const TaskSpec* task = FindTask(o.task);
   if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + o.task + "'");
@@ -162,12 +171,9 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
   const int layers = m.config().num_layers;
 
   nlohmann::ordered_json result;
-  result["config"] = {{"task", o.task}, {"pool", o.pool}, {"prefix_tokens", o.prefix_tokens},
-                      {"requests", o.requests}, {"warmup", o.warmup}, {"chunk", o.chunk}, {"kv_dtype", o.kv_dtype},
-                      {"gpu_cache", o.gpu_cache}, {"cpu_cache", o.cpu_cache}, {"retention", o.retention},
-                      {"alpha", o.alpha}, {"itf_unit", o.itf_unit}, {"probe_layout", o.probe_layout}, {"disk_bw", o.disk_bw}, {"h2d_bw", o.h2d_bw}, {"seed", o.seed},
-                      {"mean", o.mean}, {"spread", o.spread}, {"device", m.device().is_cuda() ? "cuda" : "cpu"},
-                      {"prefetch", o.prefetch}, {"speculate", o.speculate}, {"kv_bytes_per_token", m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2)}};
+  result["config"] = o.ToJson();
+  result["config"]["device"] = m.device().is_cuda() ? "cuda" : "cpu";
+  result["config"]["kv_bytes_per_token"] = m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2);
   result["runs"] = nlohmann::json::array();
   for (const System& system : systems) {
     SystemRun run;

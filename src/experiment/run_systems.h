@@ -39,6 +39,10 @@ struct RunConfig {
   bool prefetch = true;
   bool speculate = false;                          // ITF systems: RequestOptions::speculate
   int reorder_every = 0;                           // RO systems: background pass every N requests (0: never)
+
+  // Every field: the result's "config" and what identifies a run (the
+  // figures' memo key), so that a new field cannot be left out of either.
+  nlohmann::ordered_json ToJson() const;
 };
 
 // Runs every system of `config` over the same stream. The result is

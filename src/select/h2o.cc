@@ -25,21 +25,15 @@ StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64
 
 namespace {
 
-class H2OMethod final : public SelectionMethod {
+class H2OMethod final : public RetainingMethod {
  public:
-  explicit H2OMethod(const SelectorOptions& opt) : opt_(opt) {}
-  ReadAhead Ahead(int64_t p) const override {
-    return RetainedTokens(opt_.retention, p) >= p ? ReadAhead::kAll : ReadAhead::kKeys;
-  }
-  StatusOr<SelectedPrefix> Select(const LayerQkv& qkv, PrefixSource& src, SelectionObserver* obs) const override {
-    IMPRESS_CHECK(!qkv.attend_new.defined());  // importance reads the rows as one causal sequence
-    const int64_t p = src.tokens();
-    if (p == 0 || Ahead(p) == ReadAhead::kAll) return SelectAll(qkv, src);  // keeping everything is full reuse, exactly
-    return SelectH2O(qkv, src, RetainedTokens(opt_.retention, p), obs);
-  }
+  explicit H2OMethod(const SelectorOptions& opt) : RetainingMethod(opt, ReadAhead::kKeys) {}
 
- private:
-  SelectorOptions opt_;
+ protected:
+  StatusOr<SelectedPrefix> SelectK(const LayerQkv& qkv, PrefixSource& src, int64_t k,
+                                   SelectionObserver* obs) const override {
+    return SelectH2O(qkv, src, k, obs);
+  }
 };
 
 }  // namespace

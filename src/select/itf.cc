@@ -29,18 +29,15 @@ at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, cons
 
 namespace {
 
-class ItfMethod final : public SelectionMethod {
+class ItfMethod final : public RetainingMethod {
  public:
-  explicit ItfMethod(const SelectorOptions& opt) : opt_(opt) {}
-  ReadAhead Ahead(int64_t p) const override {
-    return RetainedTokens(opt_.retention, p) >= p ? ReadAhead::kAll : ReadAhead::kProbeKeys;
-  }
-  StatusOr<SelectedPrefix> Select(const LayerQkv& qkv, PrefixSource& src, SelectionObserver* obs) const override {
-    IMPRESS_CHECK(!qkv.attend_new.defined());  // importance reads the rows as one causal sequence
+  explicit ItfMethod(const SelectorOptions& opt) : RetainingMethod(opt, ReadAhead::kProbeKeys) {}
+
+ protected:
+  StatusOr<SelectedPrefix> SelectK(const LayerQkv& qkv, PrefixSource& src, int64_t k,
+                                   SelectionObserver* obs) const override {
     const int l = qkv.layer;
     const int64_t p = src.tokens();
-    if (p == 0 || Ahead(p) == ReadAhead::kAll) return SelectAll(qkv, src);  // keeping everything is full reuse, exactly
-    const int64_t k = RetainedTokens(opt_.retention, p);
     const int64_t probe_kv = ProbeKvHeads(opt_.probe_heads, qkv.q.size(0), qkv.k.size(0), opt_.probe_layout);
     at::Tensor probe_keys;
     RETURN_IF_ERROR(src.ProbeKeys(l, probe_kv, &probe_keys));
@@ -63,9 +60,6 @@ class ItfMethod final : public SelectionMethod {
     s.similarity = d.similarity;
     return s;
   }
-
- private:
-  SelectorOptions opt_;
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "select/method.h"
 
+#include "select/importance.h"
+
 namespace impress {
 
 std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt) {
@@ -10,6 +12,18 @@ std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt)
   }
   IMPRESS_CHECK(false);
   return nullptr;
+}
+
+ReadAhead RetainingMethod::Ahead(int64_t p) const {
+  return RetainedTokens(opt_.retention, p) >= p ? ReadAhead::kAll : partial_;
+}
+
+StatusOr<SelectedPrefix> RetainingMethod::Select(const LayerQkv& qkv, PrefixSource& src,
+                                                 SelectionObserver* observer) const {
+  IMPRESS_CHECK(!qkv.attend_new.defined());  // importance reads the rows as one causal sequence
+  const int64_t p = src.tokens();
+  if (p == 0 || Ahead(p) == ReadAhead::kAll) return SelectAll(qkv, src);  // keeping everything is full reuse, exactly
+  return SelectK(qkv, src, RetainedTokens(opt_.retention, p), observer);
 }
 
 StatusOr<SelectedPrefix> SelectAll(const LayerQkv& qkv, PrefixSource& src) {

@@ -80,6 +80,25 @@ class SelectionMethod {
                                           SelectionObserver* observer) const = 0;
 };
 
+// A method that keeps k = RetainedTokens(opt.retention, P) tokens per head,
+// and every token (full reuse, exactly) when k covers the prefix; it reads
+// `partial` ahead otherwise. Derived methods choose the k.
+class RetainingMethod : public SelectionMethod {
+ public:
+  RetainingMethod(const SelectorOptions& opt, ReadAhead partial) : opt_(opt), partial_(partial) {}
+  ReadAhead Ahead(int64_t p) const final;
+  StatusOr<SelectedPrefix> Select(const LayerQkv& qkv, PrefixSource& src, SelectionObserver* observer) const final;
+
+ protected:
+  // REQUIRES: 1 <= k < src.tokens(); the new tokens are one causal sequence.
+  virtual StatusOr<SelectedPrefix> SelectK(const LayerQkv& qkv, PrefixSource& src, int64_t k,
+                                           SelectionObserver* observer) const = 0;
+  const SelectorOptions opt_;
+
+ private:
+  ReadAhead partial_;
+};
+
 // The method of `opt.kind` with its options.
 std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt);
 
