@@ -19,7 +19,7 @@ help:
 	@echo "make tsan    the tests under ThreadSanitizer (make asan: AddressSanitizer + UBSan)"
 	@echo "make fuzz    fuzz the file parsers with libFuzzer, FUZZ_SECONDS each (needs clang)"
 	@echo "make bench   prefill vs transformers; store read bandwidth vs fio; selection cost per layer"
-	@echo "make demo    run the main job on the default model"
+	@echo "make demo    the main job on the default model: IMPRESS vs its baselines (TTFT, I/O), then accuracy"
 	@echo "make reproduce  every paper figure on $(MODEL) at the reduced scale (docs/reproduce.md), then make figures"
 	@echo "make figures    draw results/figures/*.png from their JSON"
 
@@ -76,10 +76,17 @@ bench: build
 	bash scripts/bench_store.sh $(BUILD)
 	OMP_NUM_THREADS=1 $(BUILD)/impress_select_bench
 
+# The main job in about two minutes on two cores: TTFT and I/O of IMPRESS
+# against its baselines over a request stream (token unit, then the chunk
+# unit on the same store), then accuracy behind the same kind of prefix.
+DEMO_RUN := --model $(MODEL) --task piqa --retention 0.25 --pool 4 --prefix-tokens 1024 --requests 8 \
+            --warmup 4 --gpu-cache 8M --cpu-cache 16M --store $(BUILD)/demo-store
+DEMO_EVAL := --model $(MODEL) --task piqa --retention 0.25 --prefix-tokens 1024 --limit 30
 demo: build model data
-	$(BUILD)/impress info --model $(MODEL)
-	$(BUILD)/impress generate --model $(MODEL) --prompt "The capital of France is" -n 20
-	$(BUILD)/impress eval --model $(MODEL) --task copa --shots 5 --limit 50
+	$(BUILD)/impress run $(DEMO_RUN) --system recomp,as,h2o-lfu,impress
+	$(BUILD)/impress run $(DEMO_RUN) --system h2o-lfu,impress --itf-unit chunk
+	$(BUILD)/impress eval $(DEMO_EVAL) --system h2o-lru
+	$(BUILD)/impress eval $(DEMO_EVAL) --system impress-itf
 
 # The parsers of files users hand us (safetensors, tokenizer.json, dataset
 # splits, a store's log and manifest) under libFuzzer with ASan and UBSan,
@@ -88,8 +95,8 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
-# The paper's figures at the reduced scale of docs/reproduce.md (about half
-# an hour on two cores); FIGURES=fig16,fig18 picks some, STORE the stores.
+# The paper's figures at the reduced scale of docs/reproduce.md (14 minutes
+# on two cores); FIGURES=fig16,fig18 picks some, STORE the stores.
 FIGURES ?= all
 STORE   ?= stores
 reproduce: build model data
