@@ -74,9 +74,7 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
   std::optional<ChunkKv> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (placement_->Accessed(key))
-      for (Level& L : levels_)
-        if (L.entries.count(key)) L.policy->Touch(key);
+    if (placement_->Accessed(key)) RerankLocked(key);
     *tier = Tier::kDisk;
     for (int t = 0; t < kCacheTiers && !out; ++t) {
       Level& L = levels_[t];
@@ -99,6 +97,11 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
   }
   PaceCopy(h2d);
   return out;
+}
+
+void TieredCache::RerankLocked(uint64_t key) {
+  for (Level& L : levels_)
+    if (L.entries.count(key)) L.policy->Touch(key);
 }
 
 bool TieredCache::Cached(uint64_t key) const {
@@ -128,10 +131,8 @@ void TieredCache::PutIn(uint64_t key, const ChunkKv& kv, Tier top) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (Cached(key)) return;
-    if (top == Tier::kGpu && InsertLocked(0, key, ToTier(kv, 0, &h2d))) {
-    } else if (top != Tier::kDisk) {
-      InsertLocked(1, key, ToTier(kv, 1, nullptr));
-    }
+    const bool on_gpu = top == Tier::kGpu && InsertLocked(0, key, ToTier(kv, 0, &h2d));
+    if (!on_gpu && top != Tier::kDisk) InsertLocked(1, key, ToTier(kv, 1, nullptr));
   }
   PaceCopy(h2d);
 }
@@ -143,8 +144,7 @@ void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& import
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, share] : important_shares) {
       placement_->Observed(key, share);
-      for (Level& L : levels_)
-        if (L.entries.count(key)) L.policy->Touch(key);
+      RerankLocked(key);
       auto p = pending_.find(key);
       if (p != pending_.end()) {  // read from disk: the highest tier that admits it
         ChunkKv kv = std::move(p->second);

@@ -103,6 +103,8 @@ class TieredCache {
   // the level's next evictable victim.
   bool AdmitLocked(int t, uint64_t key, int64_t bytes) const;
   bool Cached(uint64_t key) const;  // in any level; REQUIRES: mu_ held
+  // Re-ranks `key` wherever it is cached (its policy standing changed). REQUIRES: mu_ held
+  void RerankLocked(uint64_t key);
   // Removes `key` from level `t` and returns it. REQUIRES: present
   ChunkKv TakeLocked(int t, uint64_t key);
   // A copy of `kv` in level t's memory. A copy into level 0 from elsewhere

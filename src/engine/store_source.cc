@@ -106,16 +106,18 @@ Status StoreSource::Begin(int l) {
   return Status::OK();
 }
 
-Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>* which) {
-  parts_.resize(chunks_.size());
-  const size_t n = which ? which->size() : chunks_.size();
-  bool any = false;
-  for (size_t j = 0; j < n && !any; ++j) any = Missing(parts_[which ? static_cast<size_t>((*which)[j]) : j], what);
-  if (!any) return Status::OK();
+std::vector<int64_t> StoreSource::Every() const {
+  std::vector<int64_t> all(chunks_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  return all;
+}
+
+Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>& which) {
+  if (std::none_of(which.begin(), which.end(), [&](int64_t i) { return Missing(parts_[i], what); }))
+    return Status::OK();
   std::vector<uint64_t> ids;
   std::vector<PrefixStore::Parts> sub;
-  for (size_t j = 0; j < n; ++j) {
-    const size_t i = which ? static_cast<size_t>((*which)[j]) : j;
+  for (int64_t i : which) {
     ids.push_back(chunks_[i]);
     sub.push_back(parts_[i]);
   }
@@ -123,13 +125,13 @@ Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>* which) {
   Status s = store_.Fetch(ids, layer_, what, &sub, &trace_->load);
   trace_->io_ms += Ms(t0, Clock::now());
   RETURN_IF_ERROR(s);
-  for (size_t j = 0; j < n; ++j) parts_[which ? static_cast<size_t>((*which)[j]) : j] = std::move(sub[j]);
+  for (size_t j = 0; j < which.size(); ++j) parts_[which[j]] = std::move(sub[j]);
   return Status::OK();
 }
 
-at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, bool values) const {
+at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor PrefixStore::Parts::*part) const {
   std::vector<at::Tensor> xs;
-  for (int64_t i : which) xs.push_back(values ? parts_[i].v : parts_[i].k);
+  for (int64_t i : which) xs.push_back(parts_[i].*part);
   return store_.StackChunks(xs);
 }
 
@@ -140,27 +142,25 @@ at::Tensor StoreSource::ChunkOf(int layer) {
 
 Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
   IMPRESS_CHECK(layer == layer_);
-  RETURN_IF_ERROR(FetchSome(kKeys | kValues, nullptr));
+  const std::vector<int64_t> all = Every();
+  RETURN_IF_ERROR(FetchSome(kKeys | kValues, all));
   store_.ObserveWhole(chunks_, layer);
-  std::vector<at::Tensor> ks, vs;
-  for (auto& x : parts_) ks.push_back(x.k), vs.push_back(x.v);
-  *k = ToTokenOrder(store_.StackChunks(ks));
-  *v = ToTokenOrder(store_.StackChunks(vs));
+  *k = ToTokenOrder(Stack(all, &PrefixStore::Parts::k));
+  *v = ToTokenOrder(Stack(all, &PrefixStore::Parts::v));
   return Status::OK();
 }
 
 Status StoreSource::Keys(int layer, at::Tensor* k) {
   IMPRESS_CHECK(layer == layer_);
-  RETURN_IF_ERROR(FetchSome(kKeys, nullptr));
-  std::vector<at::Tensor> ks;
-  for (auto& x : parts_) ks.push_back(x.k);
-  *k = ToTokenOrder(store_.StackChunks(ks));
+  const std::vector<int64_t> all = Every();
+  RETURN_IF_ERROR(FetchSome(kKeys, all));
+  *k = ToTokenOrder(Stack(all, &PrefixStore::Parts::k));
   return Status::OK();
 }
 
 Status StoreSource::ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) {
   IMPRESS_CHECK(layer == layer_);
-  RETURN_IF_ERROR(FetchSome(kProbeKeys, nullptr));
+  RETURN_IF_ERROR(FetchSome(kProbeKeys, Every()));
   // A chunk read for probing has the store's probe copy, which may hold more
   // KV heads than asked; a cached or guessed one has all its keys.
   std::vector<at::Tensor> pk;
@@ -174,7 +174,7 @@ Status StoreSource::Values(int layer, const at::Tensor& used, at::Tensor* v) {
   const int64_t c = store_.geometry().chunk_tokens;
   const at::Tensor slots = store_.SlotsOf(lease_, layer, used);
   const std::vector<int64_t> need = ChunksOf(slots, c);
-  RETURN_IF_ERROR(FetchSome(kValues, &need));
+  RETURN_IF_ERROR(FetchSome(kValues, need));
   CountImportant(slots, need);
   // Values of chunks holding no used position stay zero: no head attends to them.
   const ChunkGeometry& g = store_.geometry();
@@ -194,11 +194,11 @@ Status StoreSource::Gather(int layer, const at::Tensor& positions, at::Tensor* k
   const at::Tensor slots = store_.SlotsOf(lease_, layer, positions);
   const std::vector<int64_t> need = ChunksOf(slots, c);
   last_guess_.chunks = static_cast<int64_t>(need.size());
-  RETURN_IF_ERROR(FetchSome(kKeys | kValues, &need));
+  RETURN_IF_ERROR(FetchSome(kKeys | kValues, need));
   CountImportant(slots, need);
   const at::Tensor local = LocalIndex(slots, need, c, model_.device());
-  *k = Stack(need, false).index_select(1, local);
-  *v = Stack(need, true).index_select(1, local);
+  *k = Stack(need, &PrefixStore::Parts::k).index_select(1, local);
+  *v = Stack(need, &PrefixStore::Parts::v).index_select(1, local);
   return Status::OK();
 }
 

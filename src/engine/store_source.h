@@ -63,9 +63,12 @@ class StoreSource final : public PrefixSource {
   };
   FirstRead ReadFirst(int l);
   std::vector<int64_t> GuessedChunks(const Guess& g, int l) const;
-  // Makes `what` present for the chunks `which` (all when null) of the current layer.
-  Status FetchSome(uint8_t what, const std::vector<int64_t>* which);
-  at::Tensor Stack(const std::vector<int64_t>& which, bool values) const;
+  std::vector<int64_t> Every() const;  // every chunk index, ascending
+  // Makes `what` present for the chunks `which` of the current layer (no
+  // read when they have it).
+  Status FetchSome(uint8_t what, const std::vector<int64_t>& which);
+  // One part of the chunks `which`, stacked in token order within each chunk.
+  at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor PrefixStore::Parts::*part) const;
   at::Tensor ToTokenOrder(const at::Tensor& stored) const { return store_.ToTokenOrder(lease_, layer_, stored); }
   // Read accounting for a selection that used `slots` from the chunks `need`.
   void CountImportant(const at::Tensor& slots, const std::vector<int64_t>& need);
