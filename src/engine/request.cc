@@ -4,11 +4,10 @@
 
 #include <algorithm>
 
+#include "common/clock.h"
 #include "engine/layer_reads.h"
 #include "engine/store_source.h"
-#include "common/clock.h"
 #include "model/model.h"
-#include "select/importance.h"
 
 namespace impress {
 namespace {
