@@ -5,7 +5,8 @@ set -euo pipefail
 
 DEBS=(build-essential cmake ninja-build ccache pkg-config git
       libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libpcre2-dev liburing-dev fio)
+      libpcre2-dev liburing-dev fio
+      libhiredis-dev redis-server redis-tools)
 
 missing=()
 for p in "${DEBS[@]}"; do

@@ -1,7 +1,6 @@
 // The tiers a chunk's KV can be served from, fastest first, and one counter
-// per tier. Today's stack is the GPU cache, the CPU cache and the disk
-// store; a tier added below the disk (a shared remote store) takes the next
-// index, and every counter has room for it.
+// per tier: the GPU cache, the CPU cache, the local disk store and, when
+// configured, the shared remote tier below it (remote/remote_store.h).
 #pragma once
 
 #include <array>
@@ -9,9 +8,9 @@
 
 namespace impress {
 
-enum class Tier { kGpu = 0, kCpu = 1, kDisk = 2 };
+enum class Tier { kGpu = 0, kCpu = 1, kDisk = 2, kRemote = 3 };
 constexpr int kCacheTiers = 2;  // the in-memory levels above the disk
-constexpr int kMaxTiers = 4;    // room for one tier below the disk
+constexpr int kMaxTiers = 4;
 
 // One count per tier, indexed by Tier or its integer.
 class TierCounts {

@@ -192,9 +192,9 @@ void TieredCache::Erase(uint64_t key) {
   }
 }
 
-void TieredCache::RecordDiskRead(int64_t bytes) {
+void TieredCache::RecordRead(Tier tier, int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  counters_.bytes_served[2] += bytes;
+  counters_.bytes_served[tier] += bytes;
 }
 
 CacheCounters TieredCache::counters() const {

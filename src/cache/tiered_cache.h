@@ -48,7 +48,7 @@ struct TierOptions {
 struct CacheCounters {
   TierCounts hits;          // per cache tier (GPU, CPU)
   int64_t misses = 0;
-  TierCounts bytes_served;  // per tier, including disk reads reported by the caller
+  TierCounts bytes_served;  // per tier, including the disk and remote reads the caller reports
 };
 
 class TieredCache {
@@ -69,7 +69,8 @@ class TieredCache {
   Tier Where(uint64_t key) const;
   // Chunks for which `pinned` is true are never evicted (in use by a request).
   void SetPinned(std::function<bool(uint64_t)> pinned) { pinned_ = std::move(pinned); }
-  void RecordDiskRead(int64_t bytes);
+  // Counts `bytes` the caller read from a tier below the caches (disk, remote).
+  void RecordRead(Tier tier, int64_t bytes);
   // Drops `key` from whichever tier holds it (a chunk no request will read again).
   void Erase(uint64_t key);
   // The policy's input: the share (0..1) of each chunk's tokens the access

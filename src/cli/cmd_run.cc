@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "common/named.h"
+#include "common/units.h"
 #include "engine/request.h"
 #include "experiment/run_systems.h"
 #include "experiment/sweep.h"
@@ -24,6 +25,7 @@ struct RunOptions {
   SweepAxes axes;
   bool no_prefetch = false;
   std::string json_path;
+  std::string remote_bw = "0";
   RuntimeFlags runtime;
 };
 
@@ -38,6 +40,9 @@ int RunRun(RunOptions o) {
   }
   Status parsed = o.tiers.Parse(&c.gpu_cache, &c.cpu_cache, &c.disk_bw, &c.h2d_bw);
   if (!parsed.ok()) return Fail(parsed);
+  auto remote_bw = ParseBytes(o.remote_bw);
+  if (!remote_bw.ok()) return Fail(remote_bw.status().WithContext("--remote-bw"));
+  c.remote_bw = static_cast<double>(*remote_bw);
   auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
   if (!tok.ok()) return Fail(tok.status());
   auto model = LoadModel(o.model, LoadOptions{o.runtime.device, o.runtime.dtype});
@@ -99,6 +104,9 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--warmup", c->warmup, "requests run before measuring")->check(NonNegativeNumber());
   o->tiers.Add(cmd);
   cmd->add_option("--store", c->store, "chunk store directory (kept across runs)");
+  cmd->add_option("--remote", c->remote,
+                  "redis://HOST:PORT[,HOST:PORT...]: a Redis Cluster as a shared tier below the disk (docs/remote.md)");
+  cmd->add_option("--remote-bw", o->remote_bw, "cap remote-tier reads at this many bytes/s (0: none)");
   cmd->add_option("--probe-layout", c->probe_layout,
                   "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head; the store "
                   "copies those KV heads' keys, so it needs its own --store)")

@@ -1,11 +1,14 @@
-// impress store stats|verify|compact --store DIR: inspect a chunk store, or
-// give back the space of chunks nothing reads any more.
+// impress store stats|verify|compact --store DIR [--remote URL]: inspect a
+// chunk store (and what a remote tier holds of it), or give back the space of
+// chunks nothing reads any more.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "engine/compaction.h"
+#include "engine/store_log.h"
+#include "remote/remote_store.h"
 #include "store/chunk_store.h"
 
 namespace impress {
@@ -14,8 +17,57 @@ namespace {
 struct StoreCmdOptions {
   std::string action;
   std::string store;
+  std::string remote;
   bool json = false;
 };
+
+// What the cluster holds of the store's prefixes: the original chunks whose
+// markers it has, and with `verify`, every part of every layer of them read
+// and checked. A damaged part is the error; a missing one (evicted) is counted.
+StatusOr<nlohmann::ordered_json> RemoteReport(const ChunkStore& st, const std::vector<std::string>& committed,
+                                              const std::string& url, bool verify) {
+  const ChunkGeometry& g = st.geometry();
+  RadixTree tree(g.chunk_tokens);
+  for (const auto& meta : committed) RETURN_IF_ERROR(ReplayRecord(meta, g.layers, &tree).WithContext(st.dir() + "/log"));
+  ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> remote, RemoteStore::Connect(RemoteOptions{url}));
+  const ContentKey root = RootKey(st.fingerprint());
+  std::map<uint64_t, ContentKey> found;  // chunk id -> key
+  int64_t chunks = 0;
+  for (RadixTree::Node* n : tree.Nodes()) {
+    const std::vector<int32_t> path = tree.PathTo(n);
+    const std::vector<uint64_t> ids = tree.MatchPrefix(path).chunks;
+    const std::vector<ContentKey> keys = ChainKeys(root, path, 0, ids.size(), g.chunk_tokens);
+    chunks += static_cast<int64_t>(n->chunks.size());
+    std::vector<RemoteStore::Marker> markers;
+    for (size_t i = 0; i < ids.size(); ++i)
+      markers.push_back({keys[i], i == 0 ? root : keys[i - 1], path.data() + i * g.chunk_tokens});
+    const int64_t run = remote->Lookup(markers, g.chunk_tokens);
+    for (int64_t i = 0; i < run; ++i) found.emplace(ids[i], keys[i]);
+  }
+  nlohmann::ordered_json j = {{"url", url}, {"chunks", chunks}, {"chunks_in_cluster", found.size()}};
+  if (verify) {
+    std::vector<uint8_t> buf(2 * g.KeyBytes() + g.ProbeBytes());
+    int64_t ok = 0, missing = 0;
+    for (const auto& [id, key] : found) {
+      std::vector<RemoteStore::Read> reads(g.layers);
+      for (int l = 0; l < g.layers; ++l) {
+        reads[l].key = key, reads[l].layer = l, reads[l].parts = kKeys | kValues | kProbeKeys;
+        reads[l].keys = buf.data(), reads[l].values = buf.data() + g.KeyBytes(), reads[l].probe = buf.data() + 2 * g.KeyBytes();
+      }
+      remote->ReadParts(g, &reads);  // layer by layer into one buffer: only the checks matter here
+      for (const auto& r : reads) {
+        if (r.status.IsCorruption()) return r.status.WithContext("chunk " + std::to_string(id));
+        if (r.status.IsNotFound()) ++missing;
+        else if (!r.status.ok()) return r.status;
+        else ++ok;
+      }
+    }
+    j["chunk_layers_verified"] = ok;
+    j["chunk_layers_missing"] = missing;
+  }
+  ASSIGN_OR_RETURN(j["masters"], remote->ClusterStats());
+  return j;
+}
 
 int RunStore(const StoreCmdOptions& o) {
   std::vector<std::string> committed;
@@ -29,6 +81,15 @@ int RunStore(const StoreCmdOptions& o) {
     if (!v.ok()) return Fail(v.WithContext("verify"));
     std::printf("verify: %llu chunk layers in %zu records: every part matches its checksum\n",
                 static_cast<unsigned long long>(checked), committed.size());
+    if (!o.remote.empty()) {
+      auto r = RemoteReport(st, committed, o.remote, true);
+      if (!r.ok()) return Fail(r.status().WithContext("verify"));
+      std::printf("verify --remote: %lld of %lld chunks in the cluster, %lld chunk layers match their checksums, "
+                  "%lld missing (evicted)\n",
+                  static_cast<long long>((*r)["chunks_in_cluster"].get<int64_t>()), static_cast<long long>((*r)["chunks"].get<int64_t>()),
+                  static_cast<long long>((*r)["chunk_layers_verified"].get<int64_t>()),
+                  static_cast<long long>((*r)["chunk_layers_missing"].get<int64_t>()));
+    }
     return 0;
   }
   if (o.action == "compact") {
@@ -53,6 +114,11 @@ int RunStore(const StoreCmdOptions& o) {
       {"data_bytes", st.data_bytes()}, {"allocated_bytes", st.AllocatedBytes()},
       {"payload_bytes", st.chunk_count() * part},
       {"probe_copy_share", g.layers ? double(g.ProbeBytes()) / double(2 * g.KeyBytes()) : 0.0}};
+  if (!o.remote.empty()) {
+    auto r = RemoteReport(st, committed, o.remote, false);
+    if (!r.ok()) return Fail(r.status().WithContext("stats"));
+    j["remote"] = *r;
+  }
   PrintRecord(j, o.json);
   return 0;
 }
@@ -67,6 +133,8 @@ void AddStoreCommand(CLI::App& app, std::vector<Command>* commands) {
       ->required()
       ->check(CLI::IsMember({"stats", "verify", "compact"}));
   cmd->add_option("--store", o->store, "chunk store directory")->required();
+  cmd->add_option("--remote", o->remote,
+                  "stats, verify: redis://HOST:PORT[,...], also report (verify: check) what the cluster holds of this store");
   cmd->add_flag("--json", o->json, "stats or compact's report as JSON");
   commands->push_back({cmd, [o] { return RunStore(*o); }});
 }

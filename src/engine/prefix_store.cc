@@ -13,6 +13,7 @@
 #include "engine/compaction.h"
 #include "engine/store_log.h"
 #include "model/model.h"
+#include "remote/remote_store.h"
 #include "store/crc32c.h"
 
 namespace impress {
@@ -83,6 +84,13 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   if (FreeUnreachable(s->tree_, s->disk_.get(), &freed).ok() && freed.chunks_freed > 0)
     (void)s->disk_->RewriteLog(nullptr, nullptr);  // their records too; on failure the old log stands
   s->log_rewritten_at_ = s->disk_->LogBytes();
+  if (opt.remote != nullptr) {  // every original chunk's content key, for reads and publishing
+    s->root_key_ = RootKey(so.fingerprint);
+    for (RadixTree::Node* n : s->tree_.Nodes()) {
+      const std::vector<int32_t> path = s->tree_.PathTo(n);
+      s->AddContentKeys(path, s->tree_.MatchPrefix(path).chunks);
+    }
+  }
   if (!opt.stored_copies) {  // start in token order; the copies stay on disk for later sessions
     for (RadixTree::Node* n : s->tree_.Nodes()) s->tree_.SetReordered(n, nullptr);
     s->tree_.TakeRetired();
@@ -129,6 +137,12 @@ Status PrefixStore::FreeRetired(FreeStats* stats) {
 }
 
 PrefixLease PrefixStore::Acquire(const std::vector<int32_t>& prefix, int64_t max_tokens) {
+  if (opt_.remote != nullptr) {
+    // A failure to log the adoption leaves the tree as it was: the request
+    // computes what the cluster had.
+    const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(prefix.size()), max_tokens));
+    (void)Discover(std::vector<int32_t>(prefix.begin(), prefix.begin() + n));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   ForgetRetiredLocked();
   PrefixLease lease;
@@ -269,11 +283,13 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
     for (int l = 0; l < geo_.layers; ++l) {
       at::Tensor k = at::empty({n * c, geo_.kv_heads, geo_.head_dim}, opts);
       at::Tensor v = at::empty_like(k);
-      std::vector<ChunkRead> reads;
-      for (int64_t i = 0; i < n; ++i)
-        reads.push_back({cand.source[i], l, kKeys | kValues, static_cast<uint8_t*>(k.data_ptr()) + i * kb,
-                         static_cast<uint8_t*>(v.data_ptr()) + i * kb, nullptr});
-      RETURN_IF_ERROR(disk_->Read(reads));
+      const Status read = ReadStored(cand.source, l, static_cast<uint8_t*>(k.data_ptr()), static_cast<uint8_t*>(v.data_ptr()));
+      if (read.IsNotFound()) {  // a remote chunk that is gone: the node stays as it is
+        stats->housekeeping_failures++;
+        writes.clear();
+        break;
+      }
+      RETURN_IF_ERROR(read);
       stats->bytes_read += 2 * n * static_cast<int64_t>(kb);
       // Token-major rows: slot s of the copy is token order[l][s] of the node.
       at::Tensor k2 = at::empty_like(k), v2 = at::empty_like(v);
@@ -291,6 +307,7 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
         writes.push_back({first + static_cast<uint64_t>(i), l, k2[i * c].data_ptr(), v2[i * c].data_ptr(),
                           p2[i * c].data_ptr()});
     }
+    if (writes.size() != static_cast<size_t>(n * geo_.layers)) continue;
     RETURN_IF_ERROR(disk_->Commit(writes, ReorderRecord(cand.path, cand.source, first, order)));
     stats->chunks_written += static_cast<int64_t>(writes.size());
     stats->bytes_written += static_cast<int64_t>(writes.size() * (2 * kb + geo_.ProbeBytes()));
@@ -440,41 +457,205 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
     todo.push_back(i);
   }
   if (todo.empty()) return Status::OK();
+  // One batch from the local disk, then one round to the remote tier for
+  // the chunks this machine does not store.
   std::vector<std::vector<uint8_t>> bufs(todo.size());
   std::vector<ChunkRead> reads;
+  std::vector<uint64_t> remote_ids;
+  std::vector<RemoteStore::Read> remote_reads;
+  std::vector<bool> from_remote(todo.size(), false);
   for (size_t j = 0; j < todo.size(); ++j) {
     const uint8_t m = need[todo[j]];
     auto& b = bufs[j];
     b.resize(2 * kb + pb);
-    reads.push_back({chunks[todo[j]], layer, m, (m & kKeys) ? b.data() : nullptr, (m & kValues) ? b.data() + kb : nullptr,
-                     (m & kProbeKeys) ? b.data() + 2 * kb : nullptr});
+    uint8_t* dst[3] = {(m & kKeys) ? b.data() : nullptr, (m & kValues) ? b.data() + kb : nullptr,
+                       (m & kProbeKeys) ? b.data() + 2 * kb : nullptr};
+    const uint64_t id = chunks[todo[j]];
+    if (opt_.remote == nullptr || disk_->Has(id, layer)) {
+      reads.push_back({id, layer, m, dst[0], dst[1], dst[2]});
+    } else {
+      from_remote[j] = true;
+      remote_ids.push_back(id);
+      RemoteStore::Read r;
+      r.layer = layer, r.parts = m, r.keys = dst[0], r.values = dst[1], r.probe = dst[2];
+      remote_reads.push_back(r);
+    }
   }
   RETURN_IF_ERROR(disk_->Read(reads));
+  if (!remote_reads.empty()) RETURN_IF_ERROR(ReadRemote(remote_ids, &remote_reads));
   const std::vector<int64_t> full = {geo_.chunk_tokens, geo_.kv_heads, geo_.head_dim};
   const std::vector<int64_t> probe = {geo_.chunk_tokens, geo_.probe_kv_heads, geo_.head_dim};
-  int64_t bytes = 0;
+  TierCounts bytes;
   for (size_t j = 0; j < todo.size(); ++j) {
     Parts& p = (*out)[todo[j]];
     const uint8_t m = need[todo[j]];
+    const Tier tier = from_remote[j] ? Tier::kRemote : Tier::kDisk;
     auto& b = bufs[j];
-    if (m & kKeys) p.k = at::from_blob(b.data(), full, opts).clone(), bytes += kb;
-    if (m & kValues) p.v = at::from_blob(b.data() + kb, full, opts).clone(), bytes += kb;
-    if (m & kProbeKeys) p.probe = at::from_blob(b.data() + 2 * kb, probe, opts).clone(), bytes += pb;
+    if (m & kKeys) p.k = at::from_blob(b.data(), full, opts).clone(), bytes[tier] += kb;
+    if (m & kValues) p.v = at::from_blob(b.data() + kb, full, opts).clone(), bytes[tier] += kb;
+    if (m & kProbeKeys) p.probe = at::from_blob(b.data() + 2 * kb, probe, opts).clone(), bytes[tier] += pb;
+    p.tier = tier;
     if (fresh[todo[j]]) {
-      stats->disk_chunks++;
+      (from_remote[j] ? stats->remote_chunks : stats->disk_chunks)++;
       stats->chunks++;
     }
     if (p.k.defined() && p.v.defined()) cache_->Put(CacheKey(chunks[todo[j]], layer), ChunkKv{p.k, p.v});
   }
-  stats->bytes[2] += bytes;
-  cache_->RecordDiskRead(bytes);
+  stats->bytes += bytes;
+  for (Tier t : {Tier::kDisk, Tier::kRemote})
+    if (bytes[t] > 0) cache_->RecordRead(t, bytes[t]);
   return Status::OK();
+}
+
+bool PrefixStore::ContentKeyOf(uint64_t id, ContentKey* key) const {
+  std::lock_guard<std::mutex> lock(keys_mu_);
+  auto it = content_.find(id);
+  if (it == content_.end()) return false;
+  *key = it->second;
+  return true;
+}
+
+void PrefixStore::AddContentKeys(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& ids) {
+  const std::vector<ContentKey> keys = ChainKeys(root_key_, tokens, 0, ids.size(), geo_.chunk_tokens);
+  std::lock_guard<std::mutex> lock(keys_mu_);
+  for (size_t i = 0; i < ids.size(); ++i) content_.emplace(ids[i], keys[i]);
+}
+
+Status PrefixStore::ReadRemote(const std::vector<uint64_t>& ids, std::vector<RemoteStore::Read>* reads) {
+  for (size_t j = 0; j < ids.size(); ++j)
+    if (!ContentKeyOf(ids[j], &(*reads)[j].key))
+      return Status::NotFound("chunk " + std::to_string(ids[j]) + " is neither on the local disk nor in the remote tier");
+  opt_.remote->ReadParts(geo_, reads);
+  Status first;
+  std::lock_guard<std::mutex> lock(keys_mu_);
+  for (size_t j = 0; j < ids.size(); ++j) {
+    const Status& st = (*reads)[j].status;
+    if (st.ok()) continue;
+    lost_.insert(ids[j]);
+    if (first.ok()) first = st;
+  }
+  if (!first.ok()) return Status::NotFound("remote tier: " + first.message());
+  return Status::OK();
+}
+
+Status PrefixStore::ReadStored(const std::vector<uint64_t>& ids, int layer, uint8_t* keys, uint8_t* values) {
+  const size_t kb = geo_.KeyBytes();
+  std::vector<ChunkRead> reads;
+  std::vector<uint64_t> remote_ids;
+  std::vector<RemoteStore::Read> remote_reads;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (opt_.remote == nullptr || disk_->Has(ids[i], layer)) {
+      reads.push_back({ids[i], layer, kKeys | kValues, keys + i * kb, values + i * kb, nullptr});
+    } else {
+      remote_ids.push_back(ids[i]);
+      RemoteStore::Read r;
+      r.layer = layer, r.parts = kKeys | kValues, r.keys = keys + i * kb, r.values = values + i * kb;
+      remote_reads.push_back(r);
+    }
+  }
+  RETURN_IF_ERROR(disk_->Read(reads));
+  return remote_reads.empty() ? Status::OK() : ReadRemote(remote_ids, &remote_reads);
+}
+
+StatusOr<int64_t> PrefixStore::Discover(const std::vector<int32_t>& tokens) {
+  if (opt_.remote == nullptr) return int64_t{0};
+  const int64_t c = geo_.chunk_tokens, total = static_cast<int64_t>(tokens.size()) / c;
+  int64_t matched;
+  ContentKey parent = root_key_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const RadixTree::Match m = tree_.MatchPrefix(tokens);
+    matched = static_cast<int64_t>(m.chunks.size());
+    if (matched >= total) return int64_t{0};
+    if (matched > 0 && !ContentKeyOf(m.chunks.back(), &parent)) return int64_t{0};
+  }
+  // The cluster is asked without the tree's lock: other requests go on.
+  const std::vector<ContentKey> keys = ChainKeys(parent, tokens, matched, total - matched, geo_.chunk_tokens);
+  std::vector<RemoteStore::Marker> markers;
+  for (int64_t i = 0; i < total - matched; ++i)
+    markers.push_back({keys[i], i == 0 ? parent : keys[i - 1], tokens.data() + (matched + i) * c});
+  const int64_t found = opt_.remote->Lookup(markers, geo_.chunk_tokens);
+  if (found == 0) return int64_t{0};
+  std::lock_guard<std::mutex> lock(mu_);
+  // Another thread changed this prefix meanwhile: leave it to the next lookup.
+  if (static_cast<int64_t>(tree_.MatchPrefix(tokens).chunks.size()) != matched) return int64_t{0};
+  const std::vector<int32_t> whole(tokens.begin(), tokens.begin() + (matched + found) * c);
+  const uint64_t first = tree_.next_chunk_id();
+  RETURN_IF_ERROR(disk_->Commit({}, InsertRecord(whole, first)));  // the tree's record; the data stays remote
+  const std::vector<uint64_t> ids = tree_.Insert(whole, first);
+  std::lock_guard<std::mutex> keys_lock(keys_mu_);
+  for (int64_t i = 0; i < found; ++i) content_.emplace(ids[matched + i], keys[i]);
+  return found;
+}
+
+std::array<at::Tensor, 3> PrefixStore::HostChunks(const DenseKvCache& kv, int l, int64_t first, int64_t n,
+                                                  int64_t kv_offset) const {
+  const int64_t c = geo_.chunk_tokens;
+  // [Hkv, T, d] -> token-major [T, Hkv, d] in the stored dtype, on the host.
+  at::Tensor k = kv.keys(l).narrow(1, first * c - kv_offset, n * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
+  at::Tensor v = kv.values(l).narrow(1, first * c - kv_offset, n * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
+  at::Tensor p = k.narrow(1, 0, geo_.probe_kv_heads).contiguous();
+  return {k, v, p};
+}
+
+Status PrefixStore::KeepLostLocked(const std::vector<uint64_t>& matched, const DenseKvCache& kv, int64_t kv_offset) {
+  if (opt_.remote == nullptr) return Status::OK();
+  const int64_t c = geo_.chunk_tokens;
+  std::vector<int64_t> keep;  // indices into `matched`
+  {
+    std::lock_guard<std::mutex> lock(keys_mu_);
+    for (size_t i = 0; i < matched.size(); ++i) {
+      const int64_t at = static_cast<int64_t>(i) * c;
+      if (lost_.count(matched[i]) && at >= kv_offset && at + c <= kv_offset + kv.size()) keep.push_back(static_cast<int64_t>(i));
+    }
+  }
+  std::vector<at::Tensor> hold;
+  std::vector<ChunkWrite> writes;
+  for (int64_t i : keep) {
+    if (disk_->Has(matched[i], 0)) continue;
+    for (int l = 0; l < geo_.layers; ++l) {
+      auto kvp = HostChunks(kv, l, i, 1, kv_offset);
+      hold.insert(hold.end(), kvp.begin(), kvp.end());
+      writes.push_back({matched[i], l, kvp[0].data_ptr(), kvp[1].data_ptr(), kvp[2].data_ptr()});
+    }
+  }
+  if (!writes.empty()) RETURN_IF_ERROR(disk_->Commit(writes, FillRecord()));
+  std::lock_guard<std::mutex> lock(keys_mu_);
+  for (int64_t i : keep) lost_.erase(matched[i]);
+  return Status::OK();
+}
+
+void PrefixStore::Publish(const std::vector<int32_t>& whole, const std::vector<uint64_t>& ids, int64_t first,
+                          std::vector<at::Tensor> keep) {
+  const int64_t c = geo_.chunk_tokens;
+  AddContentKeys(whole, ids);
+  const std::vector<ContentKey> keys = ChainKeys(root_key_, whole, 0, ids.size(), geo_.chunk_tokens);
+  auto owner = std::make_shared<std::vector<at::Tensor>>(std::move(keep));
+  std::vector<RemoteStore::Chunk> chunks;
+  for (size_t i = static_cast<size_t>(first); i < ids.size(); ++i) {
+    RemoteStore::Chunk ch;
+    ch.geometry = geo_;
+    ch.key = keys[i];
+    ch.parent = i == 0 ? root_key_ : keys[i - 1];
+    ch.tokens.assign(whole.begin() + i * c, whole.begin() + (i + 1) * c);
+    const int64_t row = (static_cast<int64_t>(i) - first) * c;
+    for (int l = 0; l < geo_.layers; ++l) {
+      ch.keys.push_back((*owner)[3 * l][row].data_ptr());
+      ch.values.push_back((*owner)[3 * l + 1][row].data_ptr());
+      ch.probe.push_back((*owner)[3 * l + 2][row].data_ptr());
+    }
+    ch.owner = owner;
+    chunks.push_back(std::move(ch));
+  }
+  opt_.remote->WriteAsync(std::move(chunks));
 }
 
 StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv, int64_t kv_offset) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t c = opt_.chunk_tokens;
-  const int64_t matched = static_cast<int64_t>(tree_.MatchPrefix(tokens).chunks.size());
+  const RadixTree::Match match = tree_.MatchPrefix(tokens);
+  RETURN_IF_ERROR(KeepLostLocked(match.chunks, kv, kv_offset));
+  const int64_t matched = static_cast<int64_t>(match.chunks.size());
   const int64_t total = static_cast<int64_t>(tokens.size()) / c;
   if (total <= matched) return int64_t{0};
   IMPRESS_CHECK(kv_offset <= matched * c && kv_offset + kv.size() >= total * c);
@@ -483,10 +664,7 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
   std::vector<ChunkWrite> writes;
   std::vector<std::pair<uint64_t, ChunkKv>> to_cache;
   for (int l = 0; l < geo_.layers; ++l) {
-    // [Hkv, T, d] -> token-major [T, Hkv, d] in the stored dtype, on the host.
-    at::Tensor k = kv.keys(l).narrow(1, matched * c - kv_offset, (total - matched) * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
-    at::Tensor v = kv.values(l).narrow(1, matched * c - kv_offset, (total - matched) * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
-    at::Tensor p = k.narrow(1, 0, geo_.probe_kv_heads).contiguous();
+    auto [k, v, p] = HostChunks(kv, l, matched, total - matched, kv_offset);
     keep.insert(keep.end(), {k, v, p});
     for (int64_t i = 0; i < total - matched; ++i) {
       const uint64_t id = first_id + static_cast<uint64_t>(i);
@@ -503,6 +681,7 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
   // never accessed (score 0), these land only where there is room.
   const std::vector<uint64_t> added(ids.begin() + matched, ids.end());
   for (int l = 0; l < geo_.layers; ++l) ObserveWhole(added, l);
+  if (opt_.remote != nullptr) Publish(whole, ids, matched, std::move(keep));
   return total - matched;
 }
 

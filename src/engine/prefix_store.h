@@ -1,7 +1,16 @@
-// Prefix KV across the three tiers: the radix tree says which prefixes are
-// stored, the tiered cache holds some chunks in GPU and CPU memory, and the
-// chunk store holds every chunk on disk. Owns all three and keeps them
-// consistent: the tree is rebuilt from the store's log when it is reopened.
+// Prefix KV across the tiers: the radix tree says which prefixes are stored,
+// the tiered cache holds some chunks in GPU and CPU memory, and the chunk
+// store holds on disk every chunk this machine computed. Owns all three and
+// keeps them consistent: the tree is rebuilt from the store's log when it is
+// reopened.
+//
+// With a remote tier (PrefixStoreOptions::remote), new chunks are also
+// published to the cluster in the background, and a prefix the tree lacks is
+// looked up there: chunks found are adopted into the tree (a log record
+// without data) and read from the cluster when the caches miss them. A chunk
+// whose remote read fails (missing, damaged, unreachable) fails the read as
+// NotFound, so the request recomputes; that recomputation's Insert then keeps
+// the chunk on the local disk.
 //
 // KV reordering (PAPER.md section 2): Reorder() re-packs each node's tokens by
 // their historical importance into new chunks, one order per layer, while
@@ -18,6 +27,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -27,9 +37,12 @@
 #include "common/status.h"
 #include "model/kv_provider.h"
 #include "select/probe_heads.h"
+#include "remote/content_key.h"
+#include "remote/remote_store.h"
 #include "store/chunk_store.h"
 
 namespace impress {
+
 
 class Model;
 
@@ -43,6 +56,9 @@ struct PrefixStoreOptions {
   double disk_bytes_per_second = 0; // cap on disk reads (0: none)
   Env* env = nullptr;               // the chunk store's file operations (Env::Default() when null)
   int io_threads = 8;
+  // The shared tier below the disk (null: none). Owned by the caller and
+  // outliving the store; several stores (processes, machines) may share one cluster.
+  RemoteStore* remote = nullptr;
   // Serve the reordered copies an earlier session committed; false starts
   // every node in token order (copies made after opening are still served).
   bool stored_copies = true;
@@ -53,12 +69,14 @@ struct LoadStats {
   int64_t chunks = 0;                // (chunk, layer) pairs served, each counted once
   TierCounts hits;                   // of those, found in a cache tier (GPU, CPU)
   int64_t disk_chunks = 0;           // of those, read (in one or more parts) from disk
-  TierCounts bytes;                  // served per tier (GPU, CPU, disk)
+  int64_t remote_chunks = 0;         // ... from the remote tier
+  TierCounts bytes;                  // served per tier (GPU, CPU, disk, remote)
   LoadStats& operator+=(const LoadStats& o) {
     bytes += o.bytes;
     hits += o.hits;
     chunks += o.chunks;
     disk_chunks += o.disk_chunks;
+    remote_chunks += o.remote_chunks;
     return *this;
   }
 };
@@ -134,6 +152,8 @@ class PrefixStore {
   // Matches `prefix` (at most `max_tokens` of it), locks the matched nodes and
   // names the chunks to read: a wholly matched node's reordered copy when it
   // has one, else its own chunks. Also forgets retired chunks in the caches.
+  // With a remote tier, first adopts what the cluster has beyond the local
+  // match (Discover).
   PrefixLease Acquire(const std::vector<int32_t>& prefix, int64_t max_tokens);
   void Release(const PrefixLease& lease);
   // [H, P, d] in the lease's stored order -> token order.
@@ -156,10 +176,17 @@ class PrefixStore {
   // of a call that fails).
   Status FreeRetired(FreeStats* stats);
   ReorderFootprint Footprint() const;
+  // Adopts into the tree the whole chunks of `tokens` past the local match
+  // that the remote tier holds (in order, up to the first it lacks), with a
+  // log record and no local data. Returns how many; 0 without a remote tier.
+  // Errors: the log write.
+  StatusOr<int64_t> Discover(const std::vector<int32_t>& tokens);
   // Stores the whole chunks of `tokens` that the tree does not hold yet,
   // taking their KV from `kv`, whose entry 0 is the token at position
-  // `kv_offset` (it must hold those positions), and caches them. Returns the
-  // number of chunks added.
+  // `kv_offset` (it must hold those positions), and caches them; with a
+  // remote tier, also queues them for the cluster. Matched chunks whose
+  // remote read failed are written to the local disk when `kv` holds them.
+  // Returns the number of chunks added.
   StatusOr<int64_t> Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv, int64_t kv_offset = 0);
 
   // Parts of one (chunk, layer) as a selective load gathers them: [C, heads, d]
@@ -189,6 +216,7 @@ class PrefixStore {
   RadixTree& tree() { return tree_; }
   TieredCache& cache() { return *cache_; }
   ChunkStore& disk() { return *disk_; }
+  RemoteStore* remote() const { return opt_.remote; }
   const PrefixStoreOptions& options() const { return opt_; }
   // Bytes one (chunk, layer) takes in the caches: keys + values.
   int64_t chunk_kv_bytes() const;
@@ -203,6 +231,27 @@ class PrefixStore {
   // Per layer, how many of `ids` are cached in the GPU and the CPU tier; drops them.
   std::vector<std::array<int64_t, 2>> UncacheLocked(const std::vector<uint64_t>& ids);
   void ForgetRetiredLocked();
+  // Reads `ids`' keys and values of `layer` from wherever they are stored (the
+  // local disk, else the remote tier) into token-major buffers of ids.size() chunks.
+  Status ReadStored(const std::vector<uint64_t>& ids, int layer, uint8_t* keys, uint8_t* values);
+  // Reads `reads` (parts and buffers set; reads[j] is chunk ids[j]) from the
+  // remote tier. A chunk that fails is marked lost; the first failure is
+  // returned as NotFound.
+  Status ReadRemote(const std::vector<uint64_t>& ids, std::vector<RemoteStore::Read>* reads);
+  // Token-major host copies [n*C, heads, d] of `kv`'s keys, values and probe
+  // keys of layer `l` for chunks first..first+n-1 (entry 0 of kv at kv_offset).
+  std::array<at::Tensor, 3> HostChunks(const DenseKvCache& kv, int l, int64_t first, int64_t n, int64_t kv_offset) const;
+  // The content key of chunk `id`, when it has one (original chunks, with a remote tier).
+  bool ContentKeyOf(uint64_t id, ContentKey* key) const;
+  // Records the content keys of `ids`, the first chunks of `tokens` (from the root).
+  void AddContentKeys(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& ids);
+  // Writes to the local disk the chunks of `matched` (a match's ids) whose
+  // remote read failed and whose KV `kv` holds. REQUIRES: mu_ held.
+  Status KeepLostLocked(const std::vector<uint64_t>& matched, const DenseKvCache& kv, int64_t kv_offset);
+  // Queues chunks first.. of `ids` (the chunks of `whole`) for the remote
+  // tier; `keep` holds their keys, values and probe keys per layer (3 per layer).
+  void Publish(const std::vector<int32_t>& whole, const std::vector<uint64_t>& ids, int64_t first,
+               std::vector<at::Tensor> keep);
 
   const Model& model_;
   PrefixStoreOptions opt_;
@@ -222,6 +271,12 @@ class PrefixStore {
   std::unique_ptr<Env> paced_env_;  // opt.disk_bytes_per_second's wrapper, when set; outlives disk_
   std::unique_ptr<ChunkStore> disk_;
   std::unique_ptr<TieredCache> cache_;
+  // With a remote tier: content keys of the tree's original chunks, and the
+  // chunks whose remote read failed (kept locally by the next Insert that has them).
+  ContentKey root_key_;
+  mutable std::mutex keys_mu_;  // a leaf lock over content_ and lost_
+  std::unordered_map<uint64_t, ContentKey> content_;
+  std::unordered_set<uint64_t> lost_;
 };
 
 // A store fingerprint: architecture, shapes, a checksum of the first MiB of

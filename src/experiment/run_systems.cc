@@ -14,6 +14,7 @@
 #include "eval/scorer.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "remote/remote_store.h"
 
 namespace impress {
 namespace {
@@ -24,7 +25,7 @@ struct SystemRun {
   std::vector<double> ttft, io, select;
   nlohmann::json per_request = nlohmann::json::array();  // measured requests, in order (tails)
   TierCounts bytes, hits;
-  int64_t chunk_loads = 0, disk_chunks = 0;
+  int64_t chunk_loads = 0, disk_chunks = 0, remote_chunks = 0;
   int64_t reused = 0, computed = 0, recomputed_after_error = 0;
   int correct = 0, n = 0;
   std::string policy = "-";
@@ -39,6 +40,8 @@ struct SystemRun {
   int64_t reorder_passes = 0;
   ReorderStats reordered;
   ReorderFootprint footprint;
+  nlohmann::ordered_json fill;    // what opening the store computed or adopted
+  nlohmann::ordered_json remote;  // the remote tier's counters over this system's run (with --remote)
 
   void Add(const RequestTrace& t, int layers);
   nlohmann::ordered_json ToJson(int reorder_every) const;
@@ -52,6 +55,7 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   hits += t.load.hits;
   chunk_loads += t.load.chunks;
   disk_chunks += t.load.disk_chunks;
+  remote_chunks += t.load.remote_chunks;
   reused += t.reused_tokens;
   computed += t.computed_tokens;
   recomputed_after_error += t.recomputed_after_error;
@@ -88,8 +92,9 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
       {"system", system}, {"requests", n},
       {"ttft_ms", {{"mean", ttft_mean}, {"p50", Percentile(ttft, 50)}, {"p99", Percentile(ttft, 99)}}},
       {"io_ms", {{"mean", io_mean}}}, {"io_share", share}, {"select_ms", {{"mean", Mean(select)}}},
-      {"bytes_read", {{"gpu", bytes[0]}, {"cpu", bytes[1]}, {"disk", bytes[2]}}},
+      {"bytes_read", {{"gpu", bytes[0]}, {"cpu", bytes[1]}, {"disk", bytes[2]}, {"remote", bytes[3]}}},
       {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", disk_chunks},
+      {"remote_chunks_read", remote_chunks},
       {"kv_chunks_per_request", kv_chunks}, {"kv_hit_gpu", kv_hit_gpu}, {"chunk_loads", chunk_loads},
       {"reused_tokens", reused}, {"computed_tokens", computed}, {"recomputed_after_error", recomputed_after_error},
       {"acc", n ? double(correct) / n : 0}, {"policy", policy}, {"kept_share", kept_share},
@@ -99,6 +104,8 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
       {"speculated_chunks_per_request", n ? double(speculated) / n : 0},
       {"speculated_used_share", speculated ? double(speculated_used) / speculated : 0},
       {"per_request", per_request}};
+  if (!fill.is_null()) j["fill"] = fill;
+  if (!remote.is_null()) j["remote"] = remote;
   if (reorder) {
     const ReorderFootprint& f = footprint;
     j["reorder"] = {{"every_requests", reorder_every}, {"passes", reorder_passes},
@@ -111,26 +118,39 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
   return j;
 }
 
-// Opens the store for `system`, first writing every pool prefix it lacks; a
-// store that had to be filled is reopened so that every system starts from
-// the same state: everything on disk, caches cold.
+// Opens the store for `system`, first writing every pool prefix it lacks
+// (after adopting what a remote tier has of it); a store that had to be
+// filled is reopened so that every system starts from the same state:
+// everything stored, caches cold. `fill` says what that took.
 StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixStoreOptions& so,
-                                                      const std::vector<std::vector<int32_t>>& pool_ids) {
+                                                      const std::vector<std::vector<int32_t>>& pool_ids,
+                                                      nlohmann::ordered_json* fill) {
   ASSIGN_OR_RETURN(std::unique_ptr<PrefixStore> store, PrefixStore::Open(m, so));
-  bool filled = false;
-  Progress fill(std::string("fill store"), static_cast<int64_t>(pool_ids.size()));
+  int64_t adopted = 0, computed_prefixes = 0, computed_tokens = 0;
+  Progress progress(std::string("fill store"), static_cast<int64_t>(pool_ids.size()));
   for (size_t p = 0; p < pool_ids.size(); ++p) {
+    ASSIGN_OR_RETURN(const int64_t found, store->Discover(pool_ids[p]));
+    adopted += found;
     if (store->tree().NewChunks(pool_ids[p]) > 0) {
       DenseKvCache full(m.config().num_layers);
       m.Forward(pool_ids[p], 0, full);
       RETURN_IF_ERROR(store->Insert(pool_ids[p], full).status());
-      filled = true;
+      computed_prefixes++;
+      computed_tokens += static_cast<int64_t>(pool_ids[p].size());
     }
-    fill.Update(static_cast<int64_t>(p) + 1);
+    progress.Update(static_cast<int64_t>(p) + 1);
   }
-  if (!filled) return store;
+  *fill = {{"computed_prefixes", computed_prefixes}, {"computed_tokens", computed_tokens}, {"adopted_chunks", adopted}};
+  if (computed_prefixes == 0 && adopted == 0) return store;
   store.reset();
   return PrefixStore::Open(m, so);
+}
+
+// counters after - before, field by field.
+nlohmann::ordered_json Delta(const nlohmann::ordered_json& after, const nlohmann::ordered_json& before) {
+  nlohmann::ordered_json d;
+  for (auto it = after.begin(); it != after.end(); ++it) d[it.key()] = it.value().get<int64_t>() - before[it.key()].get<int64_t>();
+  return d;
 }
 
 }  // namespace
@@ -141,7 +161,8 @@ nlohmann::ordered_json RunConfig::ToJson() const {
           {"cpu_cache", cpu_cache}, {"retention", retention}, {"alpha", alpha}, {"itf_unit", itf_unit},
           {"probe_layout", probe_layout}, {"disk_bw", disk_bw}, {"h2d_bw", h2d_bw}, {"seed", seed}, {"mean", mean},
           {"spread", spread}, {"prefetch", prefetch}, {"speculate", speculate}, {"systems", systems},
-          {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every}};
+          {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every},
+          {"remote", remote}, {"remote_bw", remote_bw}};
 }
 
 StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o) {
@@ -175,6 +196,10 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
   result["config"]["device"] = m.device().is_cuda() ? "cuda" : "cpu";
   result["config"]["kv_bytes_per_token"] = m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2);
   result["runs"] = nlohmann::json::array();
+  std::unique_ptr<RemoteStore> remote;
+  if (!o.remote.empty()) {
+    ASSIGN_OR_RETURN(remote, RemoteStore::Connect(RemoteOptions{o.remote, o.remote_bw}));
+  }
   for (const System& system : systems) {
     SystemRun run;
     run.system = system.name;
@@ -193,9 +218,11 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       so.disk_bytes_per_second = o.disk_bw;
       so.probe_layout = system.select.probe_layout;
       so.stored_copies = false;  // every system starts from the pool in token order
+      so.remote = remote.get();
       run.policy = PolicyName(system.policy);
-      ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids));
+      ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids, &run.fill));
     }
+    const nlohmann::ordered_json remote_before = remote ? remote->counters().ToJson() : nlohmann::ordered_json();
     // IMPRESS's reordering: one pass ends the warm-up (finished before
     // measuring); reorder_every adds passes beside the measured requests.
     std::unique_ptr<ReorderWorker> reorderer;
@@ -225,7 +252,9 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       run.per_request.push_back({{"prefix", r.prefix}, {"doc", r.doc}, {"ttft_ms", trace.ttft_ms},
                                  {"io_ms", trace.io_ms}, {"select_ms", trace.select_ms},
                                  {"reused_tokens", trace.reused_tokens}, {"disk_bytes", trace.load.bytes[2]},
-                                 {"kv_chunks", trace.kv_chunks()}});
+                                 {"remote_bytes", trace.load.bytes[3]}, {"kv_chunks", trace.kv_chunks()},
+                                 {"recomputed_after_error", trace.recomputed_after_error},
+                                 {"pred", score.pred}, {"loglik", score.loglik}});
       run.Add(trace, layers);
       run.correct += score.pred == doc.gold;
       run.n++;
@@ -237,6 +266,10 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       run.reorder_passes = reorderer->passes();
       run.reordered = reorderer->stats();
       run.footprint = store->Footprint();
+    }
+    if (remote) {
+      remote->Flush();  // this system's writes count as its own
+      run.remote = Delta(remote->counters().ToJson(), remote_before);
     }
     result["runs"].push_back(run.ToJson(o.reorder_every));
   }
@@ -281,6 +314,24 @@ void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
                  r["hit_rate"]["gpu"].get<double>(), r["hit_rate"]["cpu"].get<double>(), r["chunk_loads"].get<long long>(),
                  r["chunks_read"].get<long long>(), r["kv_chunks_per_request"].get<double>(), r["kv_hit_gpu"].get<double>(),
                  r["kept_share"].get<double>(), r["fallback_share"].get<double>(), r["acc"].get<double>());
+  }
+  // The remote tier: what each system read from it, its faults, and what
+  // opening the store adopted from it instead of computing.
+  if (!c.value("remote", std::string()).empty()) {
+    std::fprintf(out, "\nremote tier %s (read cap %s):\n", c["remote"].get<std::string>().c_str(),
+                 Size(c["remote_bw"].get<double>()).c_str());
+    std::fprintf(out, "| system | MB remote | chunks from remote | parts missing | corrupt | read errors | recomputed requests | adopted chunks | computed prefixes | chunks published |\n");
+    std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const auto& r : result["runs"]) {
+      if (!r.contains("remote")) continue;
+      const auto& x = r["remote"];
+      const auto& f = r["fill"];
+      std::fprintf(out, "| %s | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld |\n", r["system"].get<std::string>().c_str(),
+                   r["bytes_read"]["remote"].get<double>() / 1e6, r["remote_chunks_read"].get<long long>(),
+                   x["parts_missing"].get<long long>(), x["parts_corrupt"].get<long long>(), x["read_errors"].get<long long>(),
+                   r["recomputed_after_error"].get<long long>(), f["adopted_chunks"].get<long long>(),
+                   f["computed_prefixes"].get<long long>(), x["chunks_written"].get<long long>());
+    }
   }
   // Speculative K/V reads: how many, and how many the selection then needed.
   for (const auto& r : result["runs"]) {

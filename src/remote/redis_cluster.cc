@@ -1,0 +1,295 @@
+#include "remote/redis_cluster.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+#include <thread>
+
+namespace impress {
+namespace {
+
+constexpr int kSlots = 16384;
+
+timeval Timeval(int ms) { return timeval{ms / 1000, (ms % 1000) * 1000}; }
+
+bool SplitHostPort(const std::string& s, std::string* host, int* port) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) return false;
+  *host = s.substr(0, colon);
+  try {
+    size_t used = 0;
+    *port = std::stoi(s.substr(colon + 1), &used);
+    return used == s.size() - colon - 1 && *port > 0 && *port < 65536;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string Address(const std::string& host, int port) { return host + ":" + std::to_string(port); }
+
+// "MOVED 3999 127.0.0.1:6381" -> slot and address.
+bool ParseRedirect(const std::string& err, const char* kind, int* slot, std::string* host, int* port) {
+  const std::string prefix = std::string(kind) + " ";
+  if (err.compare(0, prefix.size(), prefix) != 0) return false;
+  const size_t space = err.find(' ', prefix.size());
+  if (space == std::string::npos) return false;
+  try {
+    *slot = std::stoi(err.substr(prefix.size(), space - prefix.size()));
+  } catch (const std::exception&) {
+    return false;
+  }
+  return *slot >= 0 && *slot < kSlots && SplitHostPort(err.substr(space + 1), host, port);
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> ParseRedisUrl(const std::string& url) {
+  std::string rest = url;
+  if (rest.rfind("redis://", 0) == 0) rest = rest.substr(8);
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= rest.size()) {
+    const size_t comma = std::min(rest.find(',', start), rest.size());
+    const std::string one = rest.substr(start, comma - start);
+    std::string host;
+    int port = 0;
+    if (!SplitHostPort(one, &host, &port))
+      return Status::InvalidArgument("--remote " + url + ": '" + one + "' is not HOST:PORT");
+    out.push_back(one);
+    start = comma + 1;
+  }
+  return out;
+}
+
+uint16_t KeySlot(const char* key, size_t len) {
+  // The hash tag: the part between the first '{' and the next '}', if not empty.
+  for (size_t s = 0; s < len; ++s) {
+    if (key[s] != '{') continue;
+    for (size_t e = s + 1; e < len; ++e) {
+      if (key[e] != '}') continue;
+      if (e > s + 1) key += s + 1, len = e - s - 1;
+      break;
+    }
+    break;
+  }
+  uint16_t crc = 0;  // CRC16-CCITT (XMODEM), the cluster specification's
+  for (size_t i = 0; i < len; ++i) {
+    crc ^= static_cast<uint16_t>(static_cast<uint8_t>(key[i])) << 8;
+    for (int b = 0; b < 8; ++b) crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
+  }
+  return crc % kSlots;
+}
+
+StatusOr<std::unique_ptr<RedisCluster>> RedisCluster::Connect(const ClusterOptions& opt) {
+  if (opt.seeds.empty()) return Status::InvalidArgument("--remote: no cluster address");
+  std::unique_ptr<RedisCluster> c(new RedisCluster(opt));
+  for (const std::string& s : opt.seeds) {
+    std::string host;
+    int port = 0;
+    if (!SplitHostPort(s, &host, &port)) return Status::InvalidArgument("--remote: '" + s + "' is not HOST:PORT");
+    c->NodeFor(host, port);
+  }
+  RETURN_IF_ERROR(c->LoadSlots());
+  return c;
+}
+
+RedisCluster::~RedisCluster() {
+  for (Node& n : nodes_)
+    if (n.ctx) redisFree(n.ctx);
+}
+
+int RedisCluster::NodeFor(const std::string& host, int port) {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].host == host && nodes_[i].port == port) return static_cast<int>(i);
+  nodes_.push_back({host, port, nullptr});
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+redisContext* RedisCluster::Conn(int node, Status* error) {
+  Node& n = nodes_[node];
+  if (n.ctx) return n.ctx;
+  redisContext* ctx = redisConnectWithTimeout(n.host.c_str(), n.port, Timeval(opt_.timeout_ms));
+  if (ctx == nullptr || ctx->err) {
+    *error = Status::IOError(Address(n.host, n.port) + ": cannot connect: " + (ctx ? ctx->errstr : "out of memory"));
+    if (ctx) redisFree(ctx);
+    return nullptr;
+  }
+  redisSetTimeout(ctx, Timeval(opt_.timeout_ms));
+  n.ctx = ctx;
+  return ctx;
+}
+
+void RedisCluster::Drop(int node) {
+  if (nodes_[node].ctx) redisFree(nodes_[node].ctx);
+  nodes_[node].ctx = nullptr;
+}
+
+Status RedisCluster::LoadSlots() {
+  ++reloads_;
+  std::string tried;
+  Status last;
+  // Known nodes in order: the seeds first, then what earlier maps named.
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const int node = static_cast<int>(i);
+    redisContext* ctx = Conn(node, &last);
+    if (ctx == nullptr) {
+      tried += (tried.empty() ? "" : "; ") + last.message();
+      continue;
+    }
+    auto* r = static_cast<redisReply*>(redisCommand(ctx, "CLUSTER SLOTS"));
+    if (r == nullptr) {
+      tried += (tried.empty() ? "" : "; ") + Address(nodes_[i].host, nodes_[i].port) + ": " + ctx->errstr;
+      Drop(node);
+      continue;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+      const std::string msg = Address(nodes_[i].host, nodes_[i].port) + " is not a Redis Cluster node: " + r->str;
+      freeReplyObject(r);
+      return Status::InvalidArgument(msg);
+    }
+    std::vector<int> owner(kSlots, -1);
+    const std::string queried = nodes_[i].host;
+    for (size_t e = 0; r->type == REDIS_REPLY_ARRAY && e < r->elements; ++e) {
+      const redisReply* range = r->element[e];
+      if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
+      const redisReply* master = range->element[2];
+      if (master->type != REDIS_REPLY_ARRAY || master->elements < 2) continue;
+      std::string host(master->element[0]->str ? master->element[0]->str : "", master->element[0]->len);
+      if (host.empty()) host = queried;  // a node that does not know its own address
+      const int at = NodeFor(host, static_cast<int>(master->element[1]->integer));
+      for (long long s = range->element[0]->integer; s <= range->element[1]->integer && s < kSlots; ++s)
+        if (s >= 0) owner[s] = at;
+    }
+    freeReplyObject(r);
+    slot_owner_ = std::move(owner);
+    return Status::OK();
+  }
+  return Status::IOError("no cluster node answered (" + tried + ")");
+}
+
+void RedisCluster::Run(const std::vector<Command>& cmds, const Done& done) {
+  std::vector<size_t> todo(cmds.size());
+  for (size_t i = 0; i < cmds.size(); ++i) todo[i] = i;
+  std::vector<int> ask(cmds.size(), -1);  // a one-shot ASK target
+  std::vector<Status> failed(cmds.size());
+  for (int attempt = 0; attempt < opt_.attempts && !todo.empty(); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+    std::map<int, std::vector<size_t>> by_node;
+    std::vector<size_t> retry;
+    for (size_t i : todo) {
+      const Command& c = cmds[i];
+      int node = ask[i];
+      if (node < 0 && !slot_owner_.empty()) node = slot_owner_[KeySlot(c.argv[1], c.len[1])];
+      if (node < 0) {
+        failed[i] = Status::IOError("no master serves slot " + std::to_string(KeySlot(c.argv[1], c.len[1])));
+        retry.push_back(i);
+      } else {
+        by_node[node].push_back(i);
+      }
+    }
+    bool reload = !retry.empty();
+    for (auto& [node, list] : by_node) {
+      Status err;
+      redisContext* ctx = Conn(node, &err);
+      if (ctx == nullptr) {
+        for (size_t i : list) failed[i] = err, retry.push_back(i);
+        reload = true;
+        continue;
+      }
+      for (size_t i : list) {
+        if (ask[i] >= 0) redisAppendCommand(ctx, "ASKING");
+        redisAppendCommandArgv(ctx, static_cast<int>(cmds[i].argv.size()), const_cast<const char**>(cmds[i].argv.data()),
+                               cmds[i].len.data());
+      }
+      const std::string addr = Address(nodes_[node].host, nodes_[node].port);
+      for (size_t k = 0; k < list.size(); ++k) {
+        const size_t i = list[k];
+        void* raw = nullptr;
+        bool ok = true;
+        if (ask[i] >= 0) {
+          ok = redisGetReply(ctx, &raw) == REDIS_OK;
+          if (raw) freeReplyObject(raw);
+          raw = nullptr;
+          ask[i] = -1;
+        }
+        ok = ok && redisGetReply(ctx, &raw) == REDIS_OK;
+        if (!ok) {  // the connection is gone: what it had not answered is tried again
+          const Status lost = Status::IOError(addr + ": " + ctx->errstr);
+          for (size_t j = k; j < list.size(); ++j) failed[list[j]] = lost, retry.push_back(list[j]);
+          Drop(node);
+          reload = true;
+          break;
+        }
+        auto* r = static_cast<redisReply*>(raw);
+        if (r->type == REDIS_REPLY_ERROR) {
+          const std::string e(r->str, r->len);
+          int slot = 0, port = 0;
+          std::string host;
+          if (ParseRedirect(e, "MOVED", &slot, &host, &port)) {
+            slot_owner_[slot] = NodeFor(host, port);
+            failed[i] = Status::IOError(addr + ": " + e);
+            retry.push_back(i);
+          } else if (ParseRedirect(e, "ASK", &slot, &host, &port)) {
+            ask[i] = NodeFor(host, port);
+            failed[i] = Status::IOError(addr + ": " + e);
+            retry.push_back(i);
+          } else if (e.rfind("TRYAGAIN", 0) == 0 || e.rfind("CLUSTERDOWN", 0) == 0) {
+            failed[i] = Status::IOError(addr + ": " + e);
+            retry.push_back(i);
+            reload = true;
+          } else {
+            done(i, nullptr, Status::IOError(addr + ": " + e));  // OOM and the like: no retry helps
+          }
+        } else {
+          done(i, r, Status::OK());
+        }
+        freeReplyObject(r);
+      }
+    }
+    if (reload) (void)LoadSlots();  // keeps the old map when no node answers
+    todo = std::move(retry);
+  }
+  for (size_t i : todo) done(i, nullptr, failed[i]);
+}
+
+std::vector<std::string> RedisCluster::masters() const {
+  std::set<int> seen(slot_owner_.begin(), slot_owner_.end());
+  std::vector<std::string> out;
+  for (int n : seen)
+    if (n >= 0) out.push_back(Address(nodes_[n].host, nodes_[n].port));
+  return out;
+}
+
+void RedisCluster::RunOnMasters(const std::vector<std::string>& argv, const Done& done) {
+  std::vector<const char*> args;
+  std::vector<size_t> lens;
+  for (const auto& a : argv) args.push_back(a.c_str()), lens.push_back(a.size());
+  const std::set<int> seen(slot_owner_.begin(), slot_owner_.end());
+  size_t index = 0;
+  for (int node : seen) {
+    if (node < 0) continue;
+    Status err;
+    redisContext* ctx = Conn(node, &err);
+    if (ctx == nullptr) {
+      done(index++, nullptr, err);
+      continue;
+    }
+    auto* r = static_cast<redisReply*>(redisCommandArgv(ctx, static_cast<int>(args.size()), args.data(), lens.data()));
+    if (r == nullptr) {
+      done(index++, nullptr, Status::IOError(Address(nodes_[node].host, nodes_[node].port) + ": " + ctx->errstr));
+      Drop(node);
+      continue;
+    }
+    if (r->type == REDIS_REPLY_ERROR)
+      done(index++, nullptr, Status::IOError(Address(nodes_[node].host, nodes_[node].port) + ": " + std::string(r->str, r->len)));
+    else
+      done(index++, r, Status::OK());
+    freeReplyObject(r);
+  }
+}
+
+}  // namespace impress

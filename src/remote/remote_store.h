@@ -1,0 +1,137 @@
+// The shared remote tier: prefix KV chunks on a Redis Cluster, named by
+// content (remote/content_key.h) so that every machine pointed at the same
+// cluster shares them. Layout (docs/remote.md):
+//
+//   imp:{KEY}:m           marker: the chunk's parent key and tokens
+//   imp:{KEY}:L<l>:k|v|p  keys, values and probe keys of layer l
+//
+// Every value is [CRC-32C of the rest, 4 bytes little-endian][payload]. The
+// {KEY} hash tag puts a chunk's marker and parts in one slot. A chunk's marker
+// is written after all its parts, so a marker means the chunk was whole when
+// written; its parts may since have been evicted, which a read reports.
+//
+// Faults are results, not crashes: a read whose part is missing, damaged or
+// unreachable reports it in its status and is counted; a write that fails is
+// counted and dropped. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/pacer.h"
+#include "common/status.h"
+#include "remote/content_key.h"
+#include "store/chunk_store.h"
+
+namespace impress {
+
+class RedisCluster;
+
+struct RemoteOptions {
+  std::string url;                 // redis://HOST:PORT[,HOST:PORT...]
+  double bytes_per_second = 0;     // cap on reads (0: none), to emulate a slower network
+  int timeout_ms = 1000;           // connect and reply timeout per node
+};
+
+struct RemoteCounters {
+  std::atomic<int64_t> lookups{0};       // marker reads
+  std::atomic<int64_t> chunks_found{0};  // markers that matched
+  std::atomic<int64_t> parts_read{0};    // parts asked for
+  std::atomic<int64_t> parts_missing{0};  // not in the cluster (never written, or evicted)
+  std::atomic<int64_t> parts_corrupt{0};  // wrong size or checksum
+  std::atomic<int64_t> read_errors{0};    // unreachable node, timeout, refused command
+  std::atomic<int64_t> bytes_read{0};     // payload bytes of parts served
+  std::atomic<int64_t> chunks_written{0};  // markers written (the chunk's parts before them)
+  std::atomic<int64_t> write_errors{0};   // parts or markers that failed to be written
+  std::atomic<int64_t> bytes_written{0};
+  nlohmann::ordered_json ToJson() const;
+};
+
+class RemoteStore {
+ public:
+  // Connects to the cluster `opt.url` names. Errors (one line, naming the
+  // address): a malformed URL, no node reachable, a node not in cluster mode.
+  static StatusOr<std::unique_ptr<RemoteStore>> Connect(const RemoteOptions& opt);
+  ~RemoteStore();  // writes still queued are sent first (Flush)
+
+  // A chunk as its marker describes it.
+  struct Marker {
+    ContentKey key, parent;
+    const int32_t* tokens;  // C tokens
+  };
+  // How many of `chunks` (of `chunk_tokens` tokens each), from the first, the
+  // cluster has a matching marker for (one pipelined round). A fault ends the
+  // run: what follows is unknown.
+  int64_t Lookup(const std::vector<Marker>& chunks, int chunk_tokens);
+
+  // One chunk-layer's parts to read into caller buffers (sizes from the geometry).
+  struct Read {
+    ContentKey key;
+    int layer = 0;
+    uint8_t parts = 0;  // ChunkPart bits
+    void* keys = nullptr;
+    void* values = nullptr;
+    void* probe = nullptr;
+    Status status;  // set by ReadParts: OK, NotFound (missing), Corruption, IOError
+  };
+  // Reads every asked part of `reads` in one pipelined round per master,
+  // paced by opt.bytes_per_second. Each read's status says how it went.
+  void ReadParts(const ChunkGeometry& g, std::vector<Read>* reads);
+
+  // A new chunk to publish: its parts per layer, kept alive by `owner`.
+  struct Chunk {
+    ChunkGeometry geometry;
+    ContentKey key, parent;
+    std::vector<int32_t> tokens;
+    std::vector<const void*> keys, values, probe;  // one per layer
+    std::shared_ptr<const void> owner;
+  };
+  // Queues `chunks` for a background writer; returns at once.
+  void WriteAsync(std::vector<Chunk> chunks);
+  // Waits until every queued write has been sent (or has failed).
+  void Flush();
+
+  // Per master: address, keys, used and max memory, eviction policy, evicted keys.
+  StatusOr<nlohmann::ordered_json> ClusterStats();
+
+  const RemoteCounters& counters() const { return counters_; }
+  const RemoteOptions& options() const { return opt_; }
+
+ private:
+  explicit RemoteStore(const RemoteOptions& opt);
+  // A client for this thread's call, from the pool or new; Give returns it.
+  StatusOr<std::unique_ptr<RedisCluster>> Take();
+  void Give(std::unique_ptr<RedisCluster> c);
+  void WriterLoop();
+  void WriteOne(RedisCluster& c, const Chunk& chunk);
+
+  RemoteOptions opt_;
+  std::vector<std::string> seeds_;
+  std::unique_ptr<Pacer> pacer_;
+  RemoteCounters counters_;
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<RedisCluster>> idle_;
+  // The writer: a queue of batches, drained in order by one thread.
+  std::mutex write_mu_;
+  std::condition_variable write_cv_, drained_cv_;
+  std::deque<std::vector<Chunk>> queue_;
+  bool writing_ = false, stop_ = false;
+  std::thread writer_;
+};
+
+// Bytes of part 0..2 (keys, values, probe keys) of one chunk-layer.
+size_t PartBytes(const ChunkGeometry& g, int part);
+// Key names (exposed for tests and tools that inspect the cluster).
+std::string MarkerKeyName(const ContentKey& k);
+std::string PartKeyName(const ContentKey& k, int layer, int part);  // part 0..2: k, v, p
+
+}  // namespace impress
