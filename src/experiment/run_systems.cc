@@ -323,7 +323,7 @@ void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
     std::fprintf(out, "| system | MB remote | chunks from remote | parts missing | corrupt | read errors | recomputed requests | adopted chunks | computed prefixes | chunks published |\n");
     std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|\n");
     for (const auto& r : result["runs"]) {
-      if (!r.contains("remote")) continue;
+      if (!r.contains("remote") || !r.contains("fill")) continue;  // systems that do not reuse KV
       const auto& x = r["remote"];
       const auto& f = r["fill"];
       std::fprintf(out, "| %s | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld |\n", r["system"].get<std::string>().c_str(),

@@ -160,11 +160,19 @@ void RemoteStore::ReadParts(const ChunkGeometry& g, std::vector<Read>* reads) {
     counters_.read_errors += static_cast<int64_t>(wants.size());
     return;
   }
-  const std::string get = "GET";
+  const std::string get = "GET", touch = "TOUCH";
   std::vector<RedisCluster::Command> cmds;
   for (const std::string& n : names) cmds.push_back(Cmd({&get, &n}));
+  // Layer 0's reads also touch the chunk's marker, so that eviction by
+  // recency keeps the markers of the prefixes in use (only a machine that
+  // lacks a prefix reads them).
+  std::vector<std::string> markers;
+  for (const Read& r : *reads)
+    if (r.layer == 0) markers.push_back(MarkerKeyName(r.key));
+  for (const std::string& m : markers) cmds.push_back(Cmd({&touch, &m}));
   size_t bytes = 0;
   (*client)->Run(cmds, [&](size_t w, const redisReply* reply, const Status& st) {
+    if (w >= wants.size()) return;  // a touch: nothing to check
     Read& r = (*reads)[wants[w].read];
     const int part = wants[w].part;
     Status s = st;
