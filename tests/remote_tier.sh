@@ -3,7 +3,7 @@
 # three replicas; scripts/redis_cluster.sh), started here and stopped on exit:
 #  1. two processes, each with its own empty local store: the second serves
 #     the first's prefixes from the cluster without computing them, with the
-#     same log-likelihoods and accuracy;
+#     same log-likelihoods and accuracy, reordering included;
 #  2. bytes flipped in a stored value (SETRANGE) are detected and recomputed,
 #     and so is a part that was evicted (DEL);
 #  3. a master killed (SIGKILL) mid-run: same answers, failed reads counted,
@@ -29,7 +29,7 @@ url=$(bash "$cluster" start "$base")
 run() {  # STORE JSON [args...]: a short PIQA stream on the real model
   local store=$1 json=$2; shift 2
   "$bin" run --model "$model" --data "$data" --task piqa --pool 2 --prefix-tokens 512 --chunk 64 \
-    --warmup 0 --gpu-cache 2M --cpu-cache 4M --store "$store" --json "$json" "$@" >"$json.log" 2>&1 ||
+    --warmup "${WARMUP:-0}" --gpu-cache 2M --cpu-cache 4M --store "$store" --json "$json" "$@" >"$json.log" 2>&1 ||
     { echo "remote_tier: run failed:"; tail -5 "$json.log"; exit 1; }
 }
 check() { python3 - "$@"; }
@@ -56,16 +56,37 @@ for ra, rb in zip(a["runs"], b["runs"]):
 assert b["runs"][0]["fill"]["adopted_chunks"] > 0
 print("remote_tier: shared pool served from the cluster, answers identical")
 PY
+# 1b. Reordering on the machine that reads from the cluster: its copies go to
+# the cluster too, its local disk stays empty, its answers equal A's.
+WARMUP=2 run "$tmp/a2" "$tmp/a2.json" --requests 6 --system impress --remote "$url"
+WARMUP=2 run "$tmp/b2" "$tmp/b2.json" --requests 6 --system impress --remote "$url"
+check "$tmp/a2.json" "$tmp/b2.json" "$tmp/b2/chunks.dat" <<'PY'
+import json, os, sys
+ra, rb = (json.load(open(p))["runs"][0] for p in sys.argv[1:3])
+assert ra["reorder"]["nodes_reordered"] > 0 and rb["reorder"]["nodes_reordered"] > 0
+assert os.path.getsize(sys.argv[3]) == 0, "B wrote KV to its local disk"
+assert rb["bytes_read"]["remote"] > 0 and rb["bytes_read"]["disk"] == 0, rb["bytes_read"]
+assert rb["remote"]["chunks_written"] > 0, "B's copies were not published"
+assert [x["loglik"] for x in ra["per_request"]] == [x["loglik"] for x in rb["per_request"]]
+print("remote_tier: B's reordered copies live in the cluster, its disk holds nothing, answers identical")
+PY
 "$bin" store verify --store "$tmp/a" --remote "$url" | tee "$tmp/verify.log"
 grep -qE "verify --remote: ([0-9]+) of \1 chunks in the cluster, [0-9]+ chunk layers match their checksums, 0 missing" "$tmp/verify.log"
 
+# original_part LAYER PART: "PORT KEY" of a part of a chunk of the pool (whose
+# marker holds its 64 tokens: 4 + 16 + 256 bytes), not of a reordered copy.
+original_part() {
+  local p m
+  for p in $base $((base + 1)) $((base + 2)); do
+    for m in $(redis-cli -p "$p" --scan --pattern 'imp:*:m'); do
+      [ "$(redis-cli -p "$p" strlen "$m")" -eq 276 ] && { echo "$p ${m%:m}:L$1:$2"; return; }
+    done
+  done
+  echo "remote_tier: no chunk of the pool in the cluster" >&2; exit 1
+}
+
 # 2. A damaged value: flip bytes of one stored value part, on its master.
-victim=""
-for p in $base $((base + 1)) $((base + 2)); do
-  victim=$(redis-cli -p "$p" --scan --pattern 'imp:*:L3:v' | head -1)
-  [ -n "$victim" ] && { vport=$p; break; }
-done
-[ -n "$victim" ] || { echo "remote_tier: no value part found in the cluster"; exit 1; }
+read -r vport victim < <(original_part 3 v)
 redis-cli -p "$vport" setrange "$victim" 100 "flipped!" >/dev/null
 run "$tmp/c" "$tmp/c.json" --requests 8 --system as --remote "$url"
 check "$tmp/a.json" "$tmp/c.json" <<'PY'
@@ -88,12 +109,8 @@ grep -q "checksum mismatch" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]
 
 # 2b. An evicted part (what maxmemory does to a key, done here by hand so that
 # the chunk's marker stays): a miss, recomputed, counted.
-gone=""
-for p in $base $((base + 1)) $((base + 2)); do
-  gone=$(redis-cli -p "$p" --scan --pattern 'imp:*:L5:k' | head -1)
-  [ -n "$gone" ] && { gport=$p; break; }
-done
-redis-cli -p "$gport" del "$gone" >/dev/null
+read -r gport gone < <(original_part 5 k)
+[ "$(redis-cli -p "$gport" del "$gone")" -eq 1 ] || { echo "remote_tier: $gone was not there"; exit 1; }
 run "$tmp/d" "$tmp/d.json" --requests 8 --system as --remote "$url"
 check "$tmp/a.json" "$tmp/d.json" <<'PY'
 import json, sys

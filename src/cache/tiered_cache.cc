@@ -18,7 +18,9 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& op
 
 ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t, int64_t* h2d) {
   at::Device dev = t == 0 ? opt_.gpu_device : at::Device(at::kCPU);
-  ChunkKv out{kv.k.to(dev), kv.v.to(dev)};
+  // From a pinned host tensor the copy up is only enqueued (on the caller's
+  // stream), so the lock is not held across it.
+  ChunkKv out{kv.k.to(dev, /*non_blocking=*/t == 0 && kv.k.is_pinned()), kv.v.to(dev, t == 0 && kv.v.is_pinned())};
   if (t == 1 && opt_.gpu_device.is_cuda()) {  // the CPU tier is pinned under CUDA, for fast copies up
     out.k = out.k.pin_memory();
     out.v = out.v.pin_memory();

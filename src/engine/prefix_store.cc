@@ -52,7 +52,7 @@ std::string StoreFingerprint(const Model& model, const std::string& kv_dtype, in
 }
 
 PrefixStore::PrefixStore(const Model& model, const PrefixStoreOptions& opt)
-    : model_(model), opt_(opt), tree_(opt.chunk_tokens) {}
+    : model_(model), opt_(opt), tree_(opt.chunk_tokens), load_stream_(model.device()) {}
 
 StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, const PrefixStoreOptions& opt) {
   if (opt.chunk_tokens <= 0) return Status::InvalidArgument("--chunk must be positive");
@@ -89,6 +89,12 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
     for (RadixTree::Node* n : s->tree_.Nodes()) {
       const std::vector<int32_t> path = s->tree_.PathTo(n);
       s->AddContentKeys(path, s->tree_.MatchPrefix(path).chunks);
+      ContentKey last;
+      if (n->reordered && s->ContentKeyOf(n->chunks.back(), &last) && s->RemoteOnly(n->reordered->chunks)) {
+        const auto keys = CopyKeys(last, n->reordered->order, n->reordered->chunks.size());
+        std::lock_guard<std::mutex> lock(s->keys_mu_);
+        for (size_t i = 0; i < keys.size(); ++i) s->content_.emplace(n->reordered->chunks[i], keys[i]);
+      }
     }
   }
   if (!opt.stored_copies) {  // start in token order; the copies stay on disk for later sessions
@@ -308,7 +314,17 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
                           p2[i * c].data_ptr()});
     }
     if (writes.size() != static_cast<size_t>(n * geo_.layers)) continue;
-    RETURN_IF_ERROR(disk_->Commit(writes, ReorderRecord(cand.path, cand.source, first, order)));
+    if (RemoteOnly(cand.source)) {
+      // A node this machine reads from the cluster keeps its copy there too:
+      // the local disk holds only what this machine computed.
+      if (!PublishCopy(cand.source, order, first, keep).ok()) {
+        stats->housekeeping_failures++;
+        continue;
+      }
+      RETURN_IF_ERROR(disk_->Commit({}, ReorderRecord(cand.path, cand.source, first, order)));
+    } else {
+      RETURN_IF_ERROR(disk_->Commit(writes, ReorderRecord(cand.path, cand.source, first, order)));
+    }
     stats->chunks_written += static_cast<int64_t>(writes.size());
     stats->bytes_written += static_cast<int64_t>(writes.size() * (2 * kb + geo_.ProbeBytes()));
     auto copy = std::make_shared<ReorderedChunks>();
@@ -414,7 +430,10 @@ void PrefixStore::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {
 
 at::Tensor PrefixStore::StackChunks(const std::vector<at::Tensor>& parts) const {
   std::vector<at::Tensor> on;
-  for (const auto& p : parts) on.push_back(p.to(model_.device()));
+  for (const auto& p : parts) {
+    load_stream_.HandOver(p);  // a cached chunk may be made and freed on other streams
+    on.push_back(p.to(model_.device(), /*non_blocking=*/p.is_pinned()));
+  }
   return at::cat(on, 0).transpose(0, 1).to(model_.dtype()).contiguous();
 }
 
@@ -458,18 +477,25 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   }
   if (todo.empty()) return Status::OK();
   // One batch from the local disk, then one round to the remote tier for
-  // the chunks this machine does not store.
-  std::vector<std::vector<uint8_t>> bufs(todo.size());
+  // the chunks this machine does not store, each part read straight into its
+  // tensor: page-locked under CUDA (LibTorch's pool of pinned buffers, taken
+  // and given back per read), so that copies to the device are asynchronous.
+  const std::vector<int64_t> full = {geo_.chunk_tokens, geo_.kv_heads, geo_.head_dim};
+  const std::vector<int64_t> probe = {geo_.chunk_tokens, geo_.probe_kv_heads, geo_.head_dim};
+  const auto host = opts.pinned_memory(model_.device().is_cuda());
+  std::vector<std::array<at::Tensor, 3>> got(todo.size());
   std::vector<ChunkRead> reads;
   std::vector<uint64_t> remote_ids;
   std::vector<RemoteStore::Read> remote_reads;
   std::vector<bool> from_remote(todo.size(), false);
   for (size_t j = 0; j < todo.size(); ++j) {
     const uint8_t m = need[todo[j]];
-    auto& b = bufs[j];
-    b.resize(2 * kb + pb);
-    uint8_t* dst[3] = {(m & kKeys) ? b.data() : nullptr, (m & kValues) ? b.data() + kb : nullptr,
-                       (m & kProbeKeys) ? b.data() + 2 * kb : nullptr};
+    uint8_t* dst[3] = {nullptr, nullptr, nullptr};
+    for (int part = 0; part < 3; ++part) {
+      if (!(m & (part == 0 ? kKeys : part == 1 ? kValues : kProbeKeys))) continue;
+      got[j][part] = at::empty(part == 2 ? probe : full, host);
+      dst[part] = static_cast<uint8_t*>(got[j][part].data_ptr());
+    }
     const uint64_t id = chunks[todo[j]];
     if (opt_.remote == nullptr || disk_->Has(id, layer)) {
       reads.push_back({id, layer, m, dst[0], dst[1], dst[2]});
@@ -483,17 +509,14 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   }
   RETURN_IF_ERROR(disk_->Read(reads));
   if (!remote_reads.empty()) RETURN_IF_ERROR(ReadRemote(remote_ids, &remote_reads));
-  const std::vector<int64_t> full = {geo_.chunk_tokens, geo_.kv_heads, geo_.head_dim};
-  const std::vector<int64_t> probe = {geo_.chunk_tokens, geo_.probe_kv_heads, geo_.head_dim};
   TierCounts bytes;
   for (size_t j = 0; j < todo.size(); ++j) {
     Parts& p = (*out)[todo[j]];
     const uint8_t m = need[todo[j]];
     const Tier tier = from_remote[j] ? Tier::kRemote : Tier::kDisk;
-    auto& b = bufs[j];
-    if (m & kKeys) p.k = at::from_blob(b.data(), full, opts).clone(), bytes[tier] += kb;
-    if (m & kValues) p.v = at::from_blob(b.data() + kb, full, opts).clone(), bytes[tier] += kb;
-    if (m & kProbeKeys) p.probe = at::from_blob(b.data() + 2 * kb, probe, opts).clone(), bytes[tier] += pb;
+    if (m & kKeys) p.k = got[j][0], bytes[tier] += kb;
+    if (m & kValues) p.v = got[j][1], bytes[tier] += kb;
+    if (m & kProbeKeys) p.probe = got[j][2], bytes[tier] += pb;
     p.tier = tier;
     if (fresh[todo[j]]) {
       (from_remote[j] ? stats->remote_chunks : stats->disk_chunks)++;
@@ -598,12 +621,60 @@ std::array<at::Tensor, 3> PrefixStore::HostChunks(const DenseKvCache& kv, int l,
   return {k, v, p};
 }
 
-Status PrefixStore::KeepLostLocked(const std::vector<uint64_t>& matched, const DenseKvCache& kv, int64_t kv_offset) {
+bool PrefixStore::RemoteOnly(const std::vector<uint64_t>& ids) const {
+  if (opt_.remote == nullptr) return false;
+  for (uint64_t id : ids)
+    if (disk_->Has(id, 0)) return false;
+  return true;
+}
+
+Status PrefixStore::PublishCopy(const std::vector<uint64_t>& source, const std::vector<std::vector<int32_t>>& order,
+                                uint64_t first, const std::vector<at::Tensor>& keep) {
+  ContentKey last;
+  if (!ContentKeyOf(source.back(), &last)) return Status::NotFound("the node's chunks have no content key");
+  const int64_t c = geo_.chunk_tokens;
+  const std::vector<ContentKey> keys = CopyKeys(last, order, source.size());
+  auto owner = std::make_shared<std::vector<at::Tensor>>(keep);
+  std::vector<RemoteStore::Chunk> chunks;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    RemoteStore::Chunk ch;
+    ch.geometry = geo_;
+    ch.key = keys[i];
+    ch.parent = last;
+    ch.tokens = {static_cast<int32_t>(i)};
+    for (int l = 0; l < geo_.layers; ++l) {
+      ch.keys.push_back((*owner)[3 * l][static_cast<int64_t>(i) * c].data_ptr());
+      ch.values.push_back((*owner)[3 * l + 1][static_cast<int64_t>(i) * c].data_ptr());
+      ch.probe.push_back((*owner)[3 * l + 2][static_cast<int64_t>(i) * c].data_ptr());
+    }
+    ch.owner = owner;
+    chunks.push_back(std::move(ch));
+  }
+  // Readers must find the whole copy once it is installed: wait for it.
+  const int64_t errors = opt_.remote->counters().write_errors;
+  opt_.remote->WriteAsync(std::move(chunks));
+  opt_.remote->Flush();
+  if (opt_.remote->counters().write_errors != errors) return Status::IOError("publishing a reordered copy failed");
+  std::lock_guard<std::mutex> lock(keys_mu_);
+  for (size_t i = 0; i < keys.size(); ++i) content_.emplace(first + i, keys[i]);
+  return Status::OK();
+}
+
+Status PrefixStore::KeepLostLocked(const RadixTree::Match& match, const DenseKvCache& kv, int64_t kv_offset) {
   if (opt_.remote == nullptr) return Status::OK();
+  const std::vector<uint64_t>& matched = match.chunks;
   const int64_t c = geo_.chunk_tokens;
   std::vector<int64_t> keep;  // indices into `matched`
   {
     std::lock_guard<std::mutex> lock(keys_mu_);
+    // A reordered copy in the cluster that failed a read is dropped: requests
+    // read the node's own chunks (kept below when they failed too).
+    for (RadixTree::Node* node : match.path) {
+      if (!node->reordered) continue;
+      bool failed = false;
+      for (uint64_t id : node->reordered->chunks) failed = lost_.erase(id) > 0 || failed;
+      if (failed) tree_.SetReordered(node, nullptr);
+    }
     for (size_t i = 0; i < matched.size(); ++i) {
       const int64_t at = static_cast<int64_t>(i) * c;
       if (lost_.count(matched[i]) && at >= kv_offset && at + c <= kv_offset + kv.size()) keep.push_back(static_cast<int64_t>(i));
@@ -654,7 +725,7 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t c = opt_.chunk_tokens;
   const RadixTree::Match match = tree_.MatchPrefix(tokens);
-  RETURN_IF_ERROR(KeepLostLocked(match.chunks, kv, kv_offset));
+  RETURN_IF_ERROR(KeepLostLocked(match, kv, kv_offset));
   const int64_t matched = static_cast<int64_t>(match.chunks.size());
   const int64_t total = static_cast<int64_t>(tokens.size()) / c;
   if (total <= matched) return int64_t{0};

@@ -10,7 +10,8 @@
 // without data) and read from the cluster when the caches miss them. A chunk
 // whose remote read fails (missing, damaged, unreachable) fails the read as
 // NotFound, so the request recomputes; that recomputation's Insert then keeps
-// the chunk on the local disk.
+// the chunk on the local disk. Reordered copies of nodes read from the
+// cluster are written to the cluster too.
 //
 // KV reordering (PAPER.md section 2): Reorder() re-packs each node's tokens by
 // their historical importance into new chunks, one order per layer, while
@@ -35,6 +36,7 @@
 #include "cache/radix_tree.h"
 #include "cache/tiered_cache.h"
 #include "common/status.h"
+#include "engine/load_stream.h"
 #include "model/kv_provider.h"
 #include "select/probe_heads.h"
 #include "remote/content_key.h"
@@ -217,6 +219,8 @@ class PrefixStore {
   TieredCache& cache() { return *cache_; }
   ChunkStore& disk() { return *disk_; }
   RemoteStore* remote() const { return opt_.remote; }
+  // The stream read-aheads copy to the device on (inactive on the CPU).
+  const LoadStream& load_stream() const { return load_stream_; }
   const PrefixStoreOptions& options() const { return opt_; }
   // Bytes one (chunk, layer) takes in the caches: keys + values.
   int64_t chunk_kv_bytes() const;
@@ -245,9 +249,17 @@ class PrefixStore {
   bool ContentKeyOf(uint64_t id, ContentKey* key) const;
   // Records the content keys of `ids`, the first chunks of `tokens` (from the root).
   void AddContentKeys(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& ids);
-  // Writes to the local disk the chunks of `matched` (a match's ids) whose
-  // remote read failed and whose KV `kv` holds. REQUIRES: mu_ held.
-  Status KeepLostLocked(const std::vector<uint64_t>& matched, const DenseKvCache& kv, int64_t kv_offset);
+  // Writes to the local disk the chunks of `match` whose remote read failed
+  // and whose KV `kv` holds, and drops the reordered copies on its path that
+  // failed a remote read. REQUIRES: mu_ held.
+  Status KeepLostLocked(const RadixTree::Match& match, const DenseKvCache& kv, int64_t kv_offset);
+  // True with a remote tier when none of `ids` is on the local disk.
+  bool RemoteOnly(const std::vector<uint64_t>& ids) const;
+  // Publishes the reordered copy (chunks first.. of the node whose own chunks
+  // are `source`, packed by `order`; `keep` holds its keys, values and probe
+  // keys per layer) to the remote tier and waits until it is written.
+  Status PublishCopy(const std::vector<uint64_t>& source, const std::vector<std::vector<int32_t>>& order,
+                     uint64_t first, const std::vector<at::Tensor>& keep);
   // Queues chunks first.. of `ids` (the chunks of `whole`) for the remote
   // tier; `keep` holds their keys, values and probe keys per layer (3 per layer).
   void Publish(const std::vector<int32_t>& whole, const std::vector<uint64_t>& ids, int64_t first,
@@ -277,6 +289,7 @@ class PrefixStore {
   mutable std::mutex keys_mu_;  // a leaf lock over content_ and lost_
   std::unordered_map<uint64_t, ContentKey> content_;
   std::unordered_set<uint64_t> lost_;
+  LoadStream load_stream_;
 };
 
 // A store fingerprint: architecture, shapes, a checksum of the first MiB of

@@ -18,20 +18,24 @@ namespace {
 class ReuseKv final : public KvProvider {
  public:
   ReuseKv(PrefixStore& store, const PrefixLease& lease, DenseKvCache& dense, int layers, bool prefetch)
-      : store_(store), lease_(lease), dense_(dense), prefetch_(prefetch),
-        loads_(layers, [this](int l) { return Load(l); }) {
+      : store_(store), lease_(lease), dense_(dense), prefetch_(prefetch), layers_(layers),
+        timeline_(store.load_stream(), layers), loads_(layers, [this](int l) { return Load(l); }, &store.load_stream()) {
     if (prefetch_) loads_.Start(0);
   }
 
   PrefixKv Prefix(const LayerQkv& qkv) override {
     const int l = qkv.layer;
+    timeline_.Asking(l);
     auto t0 = Clock::now();
     Loaded got = loads_.Take(l);
     io_ms_ += Ms(t0, Clock::now());
+    timeline_.Got(l);
     if (prefetch_) loads_.Start(l + 1);
     if (!got.status.ok()) {
       if (status_.ok()) status_ = got.status;
     } else {
+      store_.load_stream().HandOver(got.k);
+      store_.load_stream().HandOver(got.v);
       LayerQkv loaded;
       loaded.layer = l;
       loaded.k = got.k;
@@ -46,6 +50,12 @@ class ReuseKv final : public KvProvider {
   const Status& status() const { return status_; }
   double io_ms() const { return io_ms_; }
   const LoadStats& stats() const { return stats_; }
+  // CUDA: the layers' device intervals (once the logits are on the host).
+  std::vector<DeviceLayerTimes> DeviceTimes() {
+    std::vector<std::pair<LoadStream::Ready, LoadStream::Ready>> loads;
+    for (int l = 0; l < layers_; ++l) loads.push_back(loads_.LoadTimes(l));
+    return timeline_.Collect(loads);
+  }
 
  private:
   struct Loaded {
@@ -67,9 +77,11 @@ class ReuseKv final : public KvProvider {
   const PrefixLease& lease_;
   DenseKvCache& dense_;
   bool prefetch_;
+  int layers_;
   Status status_;
   double io_ms_ = 0;
   LoadStats stats_;
+  DeviceTimeline timeline_;
   LayerReads<Loaded> loads_;  // last: it waits for running loads before the rest goes
 };
 
@@ -133,6 +145,7 @@ class StoreSelector {
     return s;
   }
   const Status& status() const { return status_; }
+  std::vector<DeviceLayerTimes> DeviceTimes() { return source_.DeviceTimes(); }
 
  private:
   std::unique_ptr<SelectionMethod> method_;
@@ -196,6 +209,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     auto dense = std::make_unique<DenseKvCache>(layers);
     ReuseKv reuse(*store, lease, *dense, layers, opt.prefetch);
     last = LastLogProbs(model.Forward(rest, m, reuse));
+    trace->device_layers = reuse.DeviceTimes();
     load_error = reuse.status();
     trace->io_ms = reuse.io_ms();
     trace->load = reuse.stats();
@@ -205,6 +219,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     StoreSelector selector(system, *store, model, lease, opt, trace);
     auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
     last = LastLogProbs(model.Forward(rest, m, *selected));
+    trace->device_layers = selector.DeviceTimes();
     load_error = selector.status();
     computed = &selected->tail();
     kv_offset = m;

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "common/status.h"
+#include "engine/load_stream.h"
 #include "engine/prefix_store.h"
 #include "engine/systems.h"
 #include "model/kv_provider.h"
@@ -40,6 +41,9 @@ struct RequestTrace {
   int64_t prefix_chunks = 0;             // chunks of the matched prefix (per layer)
   // (chunk, layer) pairs whose K or V a selection read, over all layers.
   int64_t kv_chunks() const;
+  // On CUDA, per layer: the read-ahead's and the compute's intervals on the
+  // device and the compute stream's wait (engine/load_stream.h); empty on the CPU.
+  std::vector<DeviceLayerTimes> device_layers;
   bool recomputed_after_error = false;  // a stored chunk failed its checksum or was missing
   std::string error;       // that failure
 };

@@ -50,7 +50,8 @@ StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLea
                          const RequestOptions& ro, RequestTrace* trace)
     : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
       first_parts_(PartsOf(ahead)), speculate_(ro.speculate && ro.prefetch && ahead == ReadAhead::kProbeKeys),
-      first_reads_(model.config().num_layers, [this](int l) { return ReadFirst(l); }) {
+      timeline_(store.load_stream(), model.config().num_layers),
+      first_reads_(model.config().num_layers, [this](int l) { return ReadFirst(l); }, &store.load_stream()) {
   if (prefetch_) first_reads_.Start(0);
 }
 
@@ -88,13 +89,28 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l) {
     for (int64_t i : r.guessed) want[i] = kKeys | kValues;
   }
   r.status = store_.Fetch(chunks_, l, want, &r.parts, &r.stats);
+  // On CUDA the read-ahead also brings what it read to the device (on the
+  // load stream when started early), so that the layer finds it there.
+  const at::Device dev = model_.device();
+  if (r.status.ok() && dev.is_cuda())
+    for (PrefixStore::Parts& p : r.parts)
+      for (at::Tensor* t : {&p.k, &p.v, &p.probe})
+        if (t->defined() && !t->is_cuda()) *t = t->to(dev, /*non_blocking=*/t->is_pinned());
   return r;
 }
 
+std::vector<DeviceLayerTimes> StoreSource::DeviceTimes() {
+  std::vector<std::pair<LoadStream::Ready, LoadStream::Ready>> loads;
+  for (int l = 0; l < model_.config().num_layers; ++l) loads.push_back(first_reads_.LoadTimes(l));
+  return timeline_.Collect(loads);
+}
+
 Status StoreSource::Begin(int l) {
+  timeline_.Asking(l);
   auto t0 = Clock::now();
   FirstRead r = first_reads_.Take(l);
   trace_->io_ms += Ms(t0, Clock::now());
+  timeline_.Got(l);
   trace_->load += r.stats;
   layer_ = l;
   parts_.clear();

@@ -40,6 +40,10 @@ struct SystemRun {
   int64_t reorder_passes = 0;
   ReorderStats reordered;
   ReorderFootprint footprint;
+  // CUDA: per layer, summed over requests, the read-ahead's device interval,
+  // the layer's compute and the compute stream's wait (engine/load_stream.h).
+  std::vector<double> device_load, device_compute, device_wait;
+  int64_t device_requests = 0;
   nlohmann::ordered_json fill;    // what opening the store computed or adopted
   nlohmann::ordered_json remote;  // the remote tier's counters over this system's run (with --remote)
 
@@ -67,6 +71,17 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   for (size_t l = 0; l < t.layer_kv_chunks.size() && l < layer_kv_chunks.size(); ++l)
     layer_kv_chunks[l] += t.layer_kv_chunks[l];
   prefix_chunks += t.prefix_chunks;
+  if (!t.device_layers.empty()) {
+    const size_t n = t.device_layers.size();
+    device_load.resize(n, 0), device_compute.resize(n, 0), device_wait.resize(n, 0);
+    for (size_t l = 0; l < n; ++l) {
+      const DeviceLayerTimes& d = t.device_layers[l];
+      device_load[l] += d.load_end - d.load_begin;
+      device_compute[l] += d.compute_end - d.compute_begin;
+      device_wait[l] += d.wait;
+    }
+    device_requests++;
+  }
   speculated += t.speculated_chunks;
   speculated_used += t.speculated_used;
 }
@@ -104,6 +119,19 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
       {"speculated_chunks_per_request", n ? double(speculated) / n : 0},
       {"speculated_used_share", speculated ? double(speculated_used) / speculated : 0},
       {"per_request", per_request}};
+  if (device_requests > 0) {
+    // The share of the read-aheads' time on the device that the compute
+    // stream did not wait for: hidden under the previous layers' compute.
+    double load = 0, wait = 0;
+    nlohmann::ordered_json per_layer = nlohmann::ordered_json::array();
+    for (size_t l = 0; l < device_load.size(); ++l) {
+      load += device_load[l], wait += device_wait[l];
+      const double n = static_cast<double>(device_requests);
+      per_layer.push_back({{"load_ms", device_load[l] / n}, {"compute_ms", device_compute[l] / n}, {"wait_ms", device_wait[l] / n}});
+    }
+    j["device_timeline"] = {{"copy_hidden_share", load > 0 ? std::max(0.0, 1.0 - wait / load) : 0.0},
+                            {"per_layer_mean", per_layer}};
+  }
   if (!fill.is_null()) j["fill"] = fill;
   if (!remote.is_null()) j["remote"] = remote;
   if (reorder) {

@@ -82,4 +82,19 @@ std::vector<ContentKey> ChainKeys(ContentKey parent, const std::vector<int32_t>&
   return out;
 }
 
+std::vector<ContentKey> CopyKeys(const ContentKey& last, const std::vector<std::vector<int32_t>>& order, size_t n) {
+  std::vector<int32_t> flat;
+  for (const auto& o : order) {
+    flat.push_back(static_cast<int32_t>(o.size()));
+    flat.insert(flat.end(), o.begin(), o.end());
+  }
+  const ContentKey base = NextKey(last, flat.data(), flat.size());
+  std::vector<ContentKey> out;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t index = static_cast<int32_t>(i);
+    out.push_back(NextKey(base, &index, 1));
+  }
+  return out;
+}
+
 }  // namespace impress

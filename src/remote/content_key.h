@@ -32,5 +32,9 @@ ContentKey NextKey(const ContentKey& parent, const int32_t* tokens, size_t n);
 // REQUIRES: tokens holds (first + count) * C tokens.
 std::vector<ContentKey> ChainKeys(ContentKey parent, const std::vector<int32_t>& tokens, size_t first, size_t count,
                                   int chunk_tokens);
+// Keys of the n chunks of a reordered copy of the node whose last original
+// chunk is keyed `last`, packed by `order` (per layer: stored slot -> token
+// index in the node): the same node packed the same way has the same keys.
+std::vector<ContentKey> CopyKeys(const ContentKey& last, const std::vector<std::vector<int32_t>>& order, size_t n);
 
 }  // namespace impress

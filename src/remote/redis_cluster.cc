@@ -192,38 +192,65 @@ void RedisCluster::Run(const std::vector<Command>& cmds, const Done& done) {
       }
     }
     bool reload = !retry.empty();
+    // Every master gets its commands before any reply is read, so the
+    // masters work side by side; replies are then taken one per master in
+    // turn, so none of them waits on a full socket while another is read.
+    struct Batch {
+      int node;
+      redisContext* ctx;
+      std::vector<size_t> list;
+      size_t next = 0;
+      std::string addr;
+    };
+    std::vector<Batch> batches;
     for (auto& [node, list] : by_node) {
       Status err;
       redisContext* ctx = Conn(node, &err);
+      if (ctx != nullptr) {
+        for (size_t i : list) {
+          if (ask[i] >= 0) redisAppendCommand(ctx, "ASKING");
+          redisAppendCommandArgv(ctx, static_cast<int>(cmds[i].argv.size()), const_cast<const char**>(cmds[i].argv.data()),
+                                 cmds[i].len.data());
+        }
+        int flushed = 0;
+        while (!flushed && redisBufferWrite(ctx, &flushed) == REDIS_OK) {
+        }
+        if (!flushed) {
+          err = Status::IOError(Address(nodes_[node].host, nodes_[node].port) + ": " + ctx->errstr);
+          Drop(node);
+          ctx = nullptr;
+        }
+      }
       if (ctx == nullptr) {
         for (size_t i : list) failed[i] = err, retry.push_back(i);
         reload = true;
         continue;
       }
-      for (size_t i : list) {
-        if (ask[i] >= 0) redisAppendCommand(ctx, "ASKING");
-        redisAppendCommandArgv(ctx, static_cast<int>(cmds[i].argv.size()), const_cast<const char**>(cmds[i].argv.data()),
-                               cmds[i].len.data());
-      }
-      const std::string addr = Address(nodes_[node].host, nodes_[node].port);
-      for (size_t k = 0; k < list.size(); ++k) {
-        const size_t i = list[k];
+      batches.push_back({node, ctx, list, 0, Address(nodes_[node].host, nodes_[node].port)});
+    }
+    for (bool pending = true; pending;) {
+      pending = false;
+      for (Batch& b : batches) {
+        if (b.next >= b.list.size()) continue;
+        const size_t i = b.list[b.next++];
         void* raw = nullptr;
         bool ok = true;
         if (ask[i] >= 0) {
-          ok = redisGetReply(ctx, &raw) == REDIS_OK;
+          ok = redisGetReply(b.ctx, &raw) == REDIS_OK;
           if (raw) freeReplyObject(raw);
           raw = nullptr;
           ask[i] = -1;
         }
-        ok = ok && redisGetReply(ctx, &raw) == REDIS_OK;
+        ok = ok && redisGetReply(b.ctx, &raw) == REDIS_OK;
         if (!ok) {  // the connection is gone: what it had not answered is tried again
-          const Status lost = Status::IOError(addr + ": " + ctx->errstr);
-          for (size_t j = k; j < list.size(); ++j) failed[list[j]] = lost, retry.push_back(list[j]);
-          Drop(node);
+          const Status lost = Status::IOError(b.addr + ": " + b.ctx->errstr);
+          for (size_t j = b.next - 1; j < b.list.size(); ++j) failed[b.list[j]] = lost, retry.push_back(b.list[j]);
+          b.next = b.list.size();
+          Drop(b.node);
           reload = true;
-          break;
+          continue;
         }
+        pending = pending || b.next < b.list.size();
         auto* r = static_cast<redisReply*>(raw);
         if (r->type == REDIS_REPLY_ERROR) {
           const std::string e(r->str, r->len);
@@ -231,18 +258,18 @@ void RedisCluster::Run(const std::vector<Command>& cmds, const Done& done) {
           std::string host;
           if (ParseRedirect(e, "MOVED", &slot, &host, &port)) {
             slot_owner_[slot] = NodeFor(host, port);
-            failed[i] = Status::IOError(addr + ": " + e);
+            failed[i] = Status::IOError(b.addr + ": " + e);
             retry.push_back(i);
           } else if (ParseRedirect(e, "ASK", &slot, &host, &port)) {
             ask[i] = NodeFor(host, port);
-            failed[i] = Status::IOError(addr + ": " + e);
+            failed[i] = Status::IOError(b.addr + ": " + e);
             retry.push_back(i);
           } else if (e.rfind("TRYAGAIN", 0) == 0 || e.rfind("CLUSTERDOWN", 0) == 0) {
-            failed[i] = Status::IOError(addr + ": " + e);
+            failed[i] = Status::IOError(b.addr + ": " + e);
             retry.push_back(i);
             reload = true;
           } else {
-            done(i, nullptr, Status::IOError(addr + ": " + e));  // OOM and the like: no retry helps
+            done(i, nullptr, Status::IOError(b.addr + ": " + e));  // OOM and the like: no retry helps
           }
         } else {
           done(i, r, Status::OK());
