@@ -1,0 +1,62 @@
+# Steps the device scripts share (scripts/gpu_check.sh, scripts/gpu_reproduce.sh);
+# sourced, not run. The caller sets: carry (the folder scripts/gpu_prepare.sh
+# made), final (the folder whose files come back) and out (a work folder).
+# DEVICE=cpu SCALE=tiny rehearse on a CPU machine.
+
+device=${DEVICE:-cuda}
+dtype=float16
+[ "${SCALE:-gpu}" = tiny ] && dtype=float32  # fp16 matmuls are slow on a CPU
+
+# Everything under the work folder, packed into one file (the device machine
+# brings back few files), and summary.md beside it; after every step, so a
+# run stopped early still brings back what it had.
+save() { tar czf "$final/$(basename "$0" .sh).tgz" -C "$out" . 2>/dev/null; [ -f "$out/summary.md" ] && cp "$out/summary.md" "$final/"; }
+step() { save; echo; echo "=== $* ($(date +%T))"; }
+# limit SECONDS CMD...: CMD, killed at its limit.
+limit() { local s=$1; shift; timeout --signal=KILL "$s" "$@"; local rc=$?; [ $rc -eq 137 ] && echo "(step stopped at its ${s}s limit)"; return $rc; }
+
+machine() {
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)"
+  echo "cores $(nproc), $(free -g | awk '/Mem:/{print $2}') GiB RAM; /tmp on: $(df -h /tmp | tail -1)"
+}
+
+# build_gpu TARGET...: build-gpu/ against this machine's LibTorch and the carried -dev packages.
+build_gpu() {
+  local prefix; prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+  limit 240 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DIMPRESS_DEPS_DIR="$carry/deps" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; return 1; }
+  limit "${BUILD_LIMIT:-300}" cmake --build build-gpu -j "$(nproc)" --target "$@" >>"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" -A3 "$out/build.log" | head -40; return 1; }
+  echo "built: $*"
+}
+
+# shape_model DIR: SmolLM2-135M's shapes (carry/shape) with random fp16
+# weights, written to DIR. The trained weights (270 MB in fp16) are larger
+# than what travels to the device machine; TTFT and the bytes of recomp and
+# as do not depend on the weights, the selection systems' bytes and every
+# accuracy do.
+shape_model() {
+  python3 - "$carry/shape" "$1" <<'PY'
+import shutil, sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+cfg = LlamaConfig.from_pretrained(sys.argv[1])
+torch.manual_seed(0)
+with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+    m = LlamaForCausalLM(cfg).half()
+m.save_pretrained(sys.argv[2], safe_serialization=True)
+for f in ("tokenizer.json", "tokenizer_config.json"):
+    shutil.copy(f"{sys.argv[1]}/{f}", sys.argv[2])
+print("saved", sum(p.numel() for p in m.parameters()) / 1e6, "M params, random weights")
+PY
+}
+
+# disk_vs_fio: what fio reads from this machine's disk with direct I/O, and the store's own bandwidth.
+disk_vs_fio() {
+  if command -v fio >/dev/null; then
+    limit 60 bash scripts/bench_store.sh build-gpu /tmp/gpu-bench-store
+  else
+    echo "fio is not installed here: the store's bandwidth alone"
+    limit 60 build-gpu/impress_store_bench --dir /tmp/gpu-bench-store --set 32 --chunks 4096 --threads 8
+  fi
+}
