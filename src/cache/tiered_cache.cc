@@ -18,9 +18,10 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& op
 
 ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t, int64_t* h2d) {
   at::Device dev = t == 0 ? opt_.gpu_device : at::Device(at::kCPU);
-  // From a pinned host tensor the copy up is only enqueued (on the caller's
-  // stream), so the lock is not held across it.
-  ChunkKv out{kv.k.to(dev, /*non_blocking=*/t == 0 && kv.k.is_pinned()), kv.v.to(dev, t == 0 && kv.v.is_pinned())};
+  // Copies are complete when they return: an entry may be demoted (copied
+  // down) at once on another thread's stream, which nothing orders after an
+  // asynchronous copy up.
+  ChunkKv out{kv.k.to(dev), kv.v.to(dev)};
   if (t == 1 && opt_.gpu_device.is_cuda()) {  // the CPU tier is pinned under CUDA, for fast copies up
     out.k = out.k.pin_memory();
     out.v = out.v.pin_memory();
