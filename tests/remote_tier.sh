@@ -122,11 +122,15 @@ print("remote_tier: evicted part missed (%d parts), %d requests recomputed, answ
 PY
 
 # 3. A master killed mid-run. The reference is the same stream without faults.
-run "$tmp/a" "$tmp/ref.json" --requests 40 --system as --remote "$url"
-run "$tmp/k" "$tmp/k.json" --requests 40 --system as --remote "$url" &
+# The master is killed once B is reading from it (its GET hits grow), however
+# long B took to start on a loaded machine.
+run "$tmp/a" "$tmp/ref.json" --requests 60 --system as --remote "$url"
+hits() { redis-cli -p $((base + 1)) info stats | sed -n 's/^keyspace_hits:\([0-9]*\).*/\1/p'; }
+before=$(hits)
+run "$tmp/k" "$tmp/k.json" --requests 60 --system as --remote "$url" &
 runner=$!
-for _ in $(seq 600); do [ -s "$tmp/k/log" ] && break; sleep 0.05; done  # B has adopted the pool
-sleep 2
+for _ in $(seq 1200); do [ "$(hits)" -gt $((before + 2000)) ] && break; sleep 0.05; done
+kill -0 "$runner" 2>/dev/null || { echo "remote_tier: B finished before the kill"; exit 1; }
 kill -9 "$(bash "$cluster" pid $((base + 1)))"
 wait "$runner"
 check "$tmp/ref.json" "$tmp/k.json" <<'PY'

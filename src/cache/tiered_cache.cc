@@ -1,9 +1,20 @@
 #include "cache/tiered_cache.h"
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
 
 
 namespace impress {
+namespace {
+
+// The caller's stream waits (on the device) for an entry's copy up.
+void AwaitCopy(const ChunkKv& kv) {
+  if (kv.ready)
+    static_cast<at::cuda::CUDAEvent*>(kv.ready.get())->block(c10::cuda::getCurrentCUDAStream(kv.k.device().index()));
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& opt) {
   if (opt.gpu_bytes < 0 || opt.cpu_bytes < 0) return Status::InvalidArgument("cache capacities must not be negative");
@@ -18,10 +29,17 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& op
 
 ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t, int64_t* h2d) {
   at::Device dev = t == 0 ? opt_.gpu_device : at::Device(at::kCPU);
-  // Copies are complete when they return: an entry may be demoted (copied
-  // down) at once on another thread's stream, which nothing orders after an
-  // asynchronous copy up.
-  ChunkKv out{kv.k.to(dev), kv.v.to(dev)};
+  // Up from pinned memory the copy is only enqueued on the caller's stream,
+  // and the entry carries the event after it; down, the copy waits for the
+  // entry's copy up and is complete when it returns.
+  AwaitCopy(kv);
+  const bool async = t == 0 && dev.is_cuda() && kv.k.is_pinned() && kv.v.is_pinned();
+  ChunkKv out{kv.k.to(dev, async), kv.v.to(dev, async)};
+  if (async) {
+    auto e = std::make_shared<at::cuda::CUDAEvent>();
+    e->record(c10::cuda::getCurrentCUDAStream(dev.index()));
+    out.ready = std::move(e);
+  }
   if (t == 1 && opt_.gpu_device.is_cuda()) {  // the CPU tier is pinned under CUDA, for fast copies up
     out.k = out.k.pin_memory();
     out.v = out.v.pin_memory();
@@ -99,6 +117,7 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
     if (!out) counters_.misses++;
   }
   PaceCopy(h2d);
+  if (out) AwaitCopy(*out);  // the caller's stream reads it after its copy up
   return out;
 }
 

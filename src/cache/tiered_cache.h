@@ -33,7 +33,13 @@ namespace impress {
 
 // The KV of one (chunk, layer): keys and values [C, kv_heads, head_dim].
 struct ChunkKv {
+  ChunkKv() = default;
+  ChunkKv(at::Tensor keys, at::Tensor values) : k(std::move(keys)), v(std::move(values)) {}
   at::Tensor k, v;
+  // On CUDA, for an entry copied up asynchronously: the event after its copy.
+  // Whoever reads the entry (Get's caller, a demotion) waits for it on its own
+  // stream first, so the copy runs outside the cache lock and nobody reads it early.
+  std::shared_ptr<void> ready;
   int64_t bytes() const { return static_cast<int64_t>(k.nbytes() + v.nbytes()); }
 };
 
