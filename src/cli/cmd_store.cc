@@ -36,12 +36,9 @@ StatusOr<nlohmann::ordered_json> RemoteReport(const ChunkStore& st, const std::v
   for (RadixTree::Node* n : tree.Nodes()) {
     const std::vector<int32_t> path = tree.PathTo(n);
     const std::vector<uint64_t> ids = tree.MatchPrefix(path).chunks;
-    const std::vector<ContentKey> keys = ChainKeys(root, path, 0, ids.size(), g.chunk_tokens);
     chunks += static_cast<int64_t>(n->chunks.size());
-    std::vector<RemoteStore::Marker> markers;
-    for (size_t i = 0; i < ids.size(); ++i)
-      markers.push_back({keys[i], i == 0 ? root : keys[i - 1], path.data() + i * g.chunk_tokens});
-    const int64_t run = remote->Lookup(markers, g.chunk_tokens);
+    std::vector<ContentKey> keys;
+    const int64_t run = remote->FindChain(root, path, 0, ids.size(), g.chunk_tokens, &keys);
     for (int64_t i = 0; i < run; ++i) found.emplace(ids[i], keys[i]);
   }
   nlohmann::ordered_json j = {{"url", url}, {"chunks", chunks}, {"chunks_in_cluster", found.size()}};

@@ -5,8 +5,8 @@
 //
 // With an active LoadStream (CUDA), a read started early issues its device
 // work on the load stream and ends with an event; Take makes the caller's
-// stream wait for that event (on the device, not the host), and the load's
-// interval on the load stream is kept for the timeline (LoadTimes).
+// stream wait for that event (on the device, not the host). The layers'
+// device intervals are kept (DeviceTimes).
 #pragma once
 
 #include <functional>
@@ -22,14 +22,14 @@ namespace impress {
 template <class T>
 class LayerReads {
  public:
-  LayerReads(int layers, std::function<T(int)> read, const LoadStream* stream = nullptr)
-      : reads_(layers), begin_(layers), ready_(layers), read_(std::move(read)), stream_(stream) {}
+  LayerReads(int layers, std::function<T(int)> read, const LoadStream& stream)
+      : reads_(layers), read_(std::move(read)), stream_(stream), timeline_(stream, layers) {}
   ~LayerReads() {
     for (size_t l = 0; l < reads_.size(); ++l) {
       if (!reads_[l].valid()) continue;
       reads_[l].wait();
       // A read nobody took may have filled the caches: later users order after it.
-      if (stream_ != nullptr) stream_->Wait(ready_[l]);
+      stream_.Wait(timeline_.loaded(static_cast<int>(l)));
     }
   }
   LayerReads(const LayerReads&) = delete;
@@ -38,29 +38,29 @@ class LayerReads {
     if (l >= static_cast<int>(reads_.size()) || reads_[l].valid()) return;
     reads_[l] = std::async(std::launch::async, [this, l] {
       c10::InferenceMode guard;
-      if (stream_ == nullptr || !stream_->active()) return read_(l);
-      LoadStream::Scope on_load = stream_->Enter();
-      begin_[l] = stream_->Record();
+      if (!stream_.active()) return read_(l);
+      LoadStream::Scope on_load = stream_.Enter();
+      timeline_.LoadBegun(l);  // written by layer l's thread, read after its future
       T t = read_(l);
-      ready_[l] = stream_->Record();
+      timeline_.LoadDone(l);
       return t;
     });
   }
   T Take(int l) {
-    if (!reads_[l].valid()) return read_(l);
-    T t = reads_[l].get();
-    if (stream_ != nullptr) stream_->Wait(ready_[l]);
+    timeline_.Asking(l);
+    T t = reads_[l].valid() ? reads_[l].get() : read_(l);
+    stream_.Wait(timeline_.loaded(l));  // nothing to wait for when read here, or on the CPU
+    timeline_.Got(l);
     return t;
   }
-  // Layer l's read on the load stream, from its first to its last device
-  // work (null events for reads not started early, and on the CPU). Valid after Take(l).
-  std::pair<LoadStream::Ready, LoadStream::Ready> LoadTimes(int l) const { return {begin_[l], ready_[l]}; }
+  // CUDA: the layers' device intervals; call once the request's logits are on the host.
+  std::vector<DeviceLayerTimes> DeviceTimes() { return timeline_.Collect(); }
 
  private:
   std::vector<std::future<T>> reads_;
-  std::vector<LoadStream::Ready> begin_, ready_;  // written by layer l's thread, read after its future
   std::function<T(int)> read_;
-  const LoadStream* stream_;
+  const LoadStream& stream_;
+  DeviceTimeline timeline_;
 };
 
 }  // namespace impress

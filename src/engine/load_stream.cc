@@ -55,7 +55,7 @@ void LoadStream::HandOver(const at::Tensor& t) const {
 }
 
 DeviceTimeline::DeviceTimeline(const LoadStream& stream, int layers)
-    : stream_(stream), base_(stream.Mark()), asking_(layers), got_(layers) {}
+    : stream_(stream), base_(stream.Mark()), begin_(layers), end_(layers), asking_(layers), got_(layers) {}
 
 void DeviceTimeline::Asking(int l) {
   if (stream_.active()) asking_[l] = stream_.Mark();
@@ -65,17 +65,14 @@ void DeviceTimeline::Got(int l) {
   if (stream_.active()) got_[l] = stream_.Mark();
 }
 
-std::vector<DeviceLayerTimes> DeviceTimeline::Collect(
-    const std::vector<std::pair<LoadStream::Ready, LoadStream::Ready>>& loads) {
+std::vector<DeviceLayerTimes> DeviceTimeline::Collect() {
   std::vector<DeviceLayerTimes> out;
   if (!stream_.active()) return out;
   const LoadStream::Ready end = stream_.Mark();
   for (size_t l = 0; l < got_.size(); ++l) {
     DeviceLayerTimes t;
-    if (l < loads.size()) {
-      t.load_begin = LoadStream::Elapsed(base_, loads[l].first);
-      t.load_end = LoadStream::Elapsed(base_, loads[l].second);
-    }
+    t.load_begin = LoadStream::Elapsed(base_, begin_[l]);
+    t.load_end = LoadStream::Elapsed(base_, end_[l]);
     t.compute_begin = LoadStream::Elapsed(base_, got_[l]);
     t.compute_end = LoadStream::Elapsed(base_, l + 1 < asking_.size() && asking_[l + 1].event ? asking_[l + 1] : end);
     t.wait = LoadStream::Elapsed(asking_[l], got_[l]);

@@ -77,17 +77,20 @@ struct DeviceLayerTimes {
 class DeviceTimeline {
  public:
   DeviceTimeline(const LoadStream& stream, int layers);
+  // On the load stream (its Scope entered), around layer l's read-ahead. The
+  // point after it is the event the layer's user waits for (loaded(l)).
+  void LoadBegun(int l) { begin_[l] = stream_.Record(); }
+  void LoadDone(int l) { end_[l] = stream_.Record(); }
+  const LoadStream::Ready& loaded(int l) const { return end_[l]; }
   void Asking(int l);  // layer l asks for its prefix KV (before waiting for it)
   void Got(int l);     // ... and has it
-  // Per layer, with layer l's read-ahead interval `loads[l]`. Waits for the
-  // device; call once the request's logits are on the host.
-  std::vector<DeviceLayerTimes> Collect(
-      const std::vector<std::pair<LoadStream::Ready, LoadStream::Ready>>& loads);
+  // Per layer. Waits for the device; call once the request's logits are on the host.
+  std::vector<DeviceLayerTimes> Collect();
 
  private:
   const LoadStream& stream_;
   LoadStream::Ready base_;
-  std::vector<LoadStream::Ready> asking_, got_;
+  std::vector<LoadStream::Ready> begin_, end_, asking_, got_;
 };
 
 }  // namespace impress

@@ -90,11 +90,8 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
       const std::vector<int32_t> path = s->tree_.PathTo(n);
       s->AddContentKeys(path, s->tree_.MatchPrefix(path).chunks);
       ContentKey last;
-      if (n->reordered && s->ContentKeyOf(n->chunks.back(), &last) && s->RemoteOnly(n->reordered->chunks)) {
-        const auto keys = CopyKeys(last, n->reordered->order, n->reordered->chunks.size());
-        std::lock_guard<std::mutex> lock(s->keys_mu_);
-        for (size_t i = 0; i < keys.size(); ++i) s->content_.emplace(n->reordered->chunks[i], keys[i]);
-      }
+      if (n->reordered && s->ContentKeyOf(n->chunks.back(), &last) && s->RemoteOnly(n->reordered->chunks))
+        s->RecordKeys(n->reordered->chunks, CopyKeys(last, n->reordered->order, n->reordered->chunks.size()));
     }
   }
   if (!opt.stored_copies) {  // start in token order; the copies stay on disk for later sessions
@@ -289,7 +286,12 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
     for (int l = 0; l < geo_.layers; ++l) {
       at::Tensor k = at::empty({n * c, geo_.kv_heads, geo_.head_dim}, opts);
       at::Tensor v = at::empty_like(k);
-      const Status read = ReadStored(cand.source, l, static_cast<uint8_t*>(k.data_ptr()), static_cast<uint8_t*>(v.data_ptr()));
+      std::vector<ChunkRead> reads;
+      for (int64_t i = 0; i < n; ++i)
+        reads.push_back({cand.source[i], l, kKeys | kValues, static_cast<uint8_t*>(k.data_ptr()) + i * kb,
+                         static_cast<uint8_t*>(v.data_ptr()) + i * kb, nullptr});
+      std::vector<bool> from_remote;
+      const Status read = ReadTiered(reads, &from_remote);
       if (read.IsNotFound()) {  // a remote chunk that is gone: the node stays as it is
         stats->housekeeping_failures++;
         writes.clear();
@@ -485,41 +487,29 @@ Status PrefixStore::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   const auto host = opts.pinned_memory(model_.device().is_cuda());
   std::vector<std::array<at::Tensor, 3>> got(todo.size());
   std::vector<ChunkRead> reads;
-  std::vector<uint64_t> remote_ids;
-  std::vector<RemoteStore::Read> remote_reads;
-  std::vector<bool> from_remote(todo.size(), false);
   for (size_t j = 0; j < todo.size(); ++j) {
     const uint8_t m = need[todo[j]];
     uint8_t* dst[3] = {nullptr, nullptr, nullptr};
     for (int part = 0; part < 3; ++part) {
-      if (!(m & (part == 0 ? kKeys : part == 1 ? kValues : kProbeKeys))) continue;
+      if (!(m & (1 << part))) continue;  // ChunkPart: keys, values, probe keys
       got[j][part] = at::empty(part == 2 ? probe : full, host);
       dst[part] = static_cast<uint8_t*>(got[j][part].data_ptr());
     }
-    const uint64_t id = chunks[todo[j]];
-    if (opt_.remote == nullptr || disk_->Has(id, layer)) {
-      reads.push_back({id, layer, m, dst[0], dst[1], dst[2]});
-    } else {
-      from_remote[j] = true;
-      remote_ids.push_back(id);
-      RemoteStore::Read r;
-      r.layer = layer, r.parts = m, r.keys = dst[0], r.values = dst[1], r.probe = dst[2];
-      remote_reads.push_back(r);
-    }
+    reads.push_back({chunks[todo[j]], layer, m, dst[0], dst[1], dst[2]});
   }
-  RETURN_IF_ERROR(disk_->Read(reads));
-  if (!remote_reads.empty()) RETURN_IF_ERROR(ReadRemote(remote_ids, &remote_reads));
+  std::vector<bool> from_remote;
+  RETURN_IF_ERROR(ReadTiered(reads, &from_remote));
   TierCounts bytes;
   for (size_t j = 0; j < todo.size(); ++j) {
     Parts& p = (*out)[todo[j]];
     const uint8_t m = need[todo[j]];
-    const Tier tier = from_remote[j] ? Tier::kRemote : Tier::kDisk;
+    const Tier tier = !from_remote.empty() && from_remote[j] ? Tier::kRemote : Tier::kDisk;
     if (m & kKeys) p.k = got[j][0], bytes[tier] += kb;
     if (m & kValues) p.v = got[j][1], bytes[tier] += kb;
     if (m & kProbeKeys) p.probe = got[j][2], bytes[tier] += pb;
     p.tier = tier;
     if (fresh[todo[j]]) {
-      (from_remote[j] ? stats->remote_chunks : stats->disk_chunks)++;
+      (tier == Tier::kRemote ? stats->remote_chunks : stats->disk_chunks)++;
       stats->chunks++;
     }
     if (p.k.defined() && p.v.defined()) cache_->Put(CacheKey(chunks[todo[j]], layer), ChunkKv{p.k, p.v});
@@ -538,10 +528,15 @@ bool PrefixStore::ContentKeyOf(uint64_t id, ContentKey* key) const {
   return true;
 }
 
-void PrefixStore::AddContentKeys(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& ids) {
-  const std::vector<ContentKey> keys = ChainKeys(root_key_, tokens, 0, ids.size(), geo_.chunk_tokens);
+void PrefixStore::RecordKeys(const std::vector<uint64_t>& ids, const std::vector<ContentKey>& keys) {
   std::lock_guard<std::mutex> lock(keys_mu_);
   for (size_t i = 0; i < ids.size(); ++i) content_.emplace(ids[i], keys[i]);
+}
+
+std::vector<ContentKey> PrefixStore::AddContentKeys(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& ids) {
+  std::vector<ContentKey> keys = ChainKeys(root_key_, tokens, 0, ids.size(), geo_.chunk_tokens);
+  RecordKeys(ids, keys);
+  return keys;
 }
 
 Status PrefixStore::ReadRemote(const std::vector<uint64_t>& ids, std::vector<RemoteStore::Read>* reads) {
@@ -561,23 +556,26 @@ Status PrefixStore::ReadRemote(const std::vector<uint64_t>& ids, std::vector<Rem
   return Status::OK();
 }
 
-Status PrefixStore::ReadStored(const std::vector<uint64_t>& ids, int layer, uint8_t* keys, uint8_t* values) {
-  const size_t kb = geo_.KeyBytes();
-  std::vector<ChunkRead> reads;
-  std::vector<uint64_t> remote_ids;
-  std::vector<RemoteStore::Read> remote_reads;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (opt_.remote == nullptr || disk_->Has(ids[i], layer)) {
-      reads.push_back({ids[i], layer, kKeys | kValues, keys + i * kb, values + i * kb, nullptr});
-    } else {
-      remote_ids.push_back(ids[i]);
-      RemoteStore::Read r;
-      r.layer = layer, r.parts = kKeys | kValues, r.keys = keys + i * kb, r.values = values + i * kb;
-      remote_reads.push_back(r);
+Status PrefixStore::ReadTiered(const std::vector<ChunkRead>& reads, std::vector<bool>* from_remote) {
+  if (opt_.remote == nullptr) return disk_->Read(reads);
+  from_remote->assign(reads.size(), false);
+  std::vector<ChunkRead> local;
+  std::vector<uint64_t> ids;
+  std::vector<RemoteStore::Read> remote;
+  for (size_t j = 0; j < reads.size(); ++j) {
+    const ChunkRead& r = reads[j];
+    if (disk_->Has(r.chunk_id, r.layer)) {
+      local.push_back(r);
+      continue;
     }
+    (*from_remote)[j] = true;
+    ids.push_back(r.chunk_id);
+    RemoteStore::Read rr;
+    rr.layer = r.layer, rr.parts = r.parts, rr.keys = r.keys, rr.values = r.values, rr.probe = r.probe;
+    remote.push_back(rr);
   }
-  RETURN_IF_ERROR(disk_->Read(reads));
-  return remote_reads.empty() ? Status::OK() : ReadRemote(remote_ids, &remote_reads);
+  RETURN_IF_ERROR(disk_->Read(local));
+  return remote.empty() ? Status::OK() : ReadRemote(ids, &remote);
 }
 
 StatusOr<int64_t> PrefixStore::Discover(const std::vector<int32_t>& tokens) {
@@ -593,11 +591,8 @@ StatusOr<int64_t> PrefixStore::Discover(const std::vector<int32_t>& tokens) {
     if (matched > 0 && !ContentKeyOf(m.chunks.back(), &parent)) return int64_t{0};
   }
   // The cluster is asked without the tree's lock: other requests go on.
-  const std::vector<ContentKey> keys = ChainKeys(parent, tokens, matched, total - matched, geo_.chunk_tokens);
-  std::vector<RemoteStore::Marker> markers;
-  for (int64_t i = 0; i < total - matched; ++i)
-    markers.push_back({keys[i], i == 0 ? parent : keys[i - 1], tokens.data() + (matched + i) * c});
-  const int64_t found = opt_.remote->Lookup(markers, geo_.chunk_tokens);
+  std::vector<ContentKey> keys;
+  const int64_t found = opt_.remote->FindChain(parent, tokens, matched, total - matched, geo_.chunk_tokens, &keys);
   if (found == 0) return int64_t{0};
   std::lock_guard<std::mutex> lock(mu_);
   // Another thread changed this prefix meanwhile: leave it to the next lookup.
@@ -606,8 +601,8 @@ StatusOr<int64_t> PrefixStore::Discover(const std::vector<int32_t>& tokens) {
   const uint64_t first = tree_.next_chunk_id();
   RETURN_IF_ERROR(disk_->Commit({}, InsertRecord(whole, first)));  // the tree's record; the data stays remote
   const std::vector<uint64_t> ids = tree_.Insert(whole, first);
-  std::lock_guard<std::mutex> keys_lock(keys_mu_);
-  for (int64_t i = 0; i < found; ++i) content_.emplace(ids[matched + i], keys[i]);
+  keys.resize(found);
+  RecordKeys(std::vector<uint64_t>(ids.begin() + matched, ids.end()), keys);
   return found;
 }
 
@@ -632,32 +627,39 @@ Status PrefixStore::PublishCopy(const std::vector<uint64_t>& source, const std::
                                 uint64_t first, const std::vector<at::Tensor>& keep) {
   ContentKey last;
   if (!ContentKeyOf(source.back(), &last)) return Status::NotFound("the node's chunks have no content key");
-  const int64_t c = geo_.chunk_tokens;
   const std::vector<ContentKey> keys = CopyKeys(last, order, source.size());
-  auto owner = std::make_shared<std::vector<at::Tensor>>(keep);
+  auto owner = std::make_shared<const std::vector<at::Tensor>>(keep);
   std::vector<RemoteStore::Chunk> chunks;
+  std::vector<uint64_t> ids;
   for (size_t i = 0; i < keys.size(); ++i) {
-    RemoteStore::Chunk ch;
-    ch.geometry = geo_;
-    ch.key = keys[i];
-    ch.parent = last;
-    ch.tokens = {static_cast<int32_t>(i)};
-    for (int l = 0; l < geo_.layers; ++l) {
-      ch.keys.push_back((*owner)[3 * l][static_cast<int64_t>(i) * c].data_ptr());
-      ch.values.push_back((*owner)[3 * l + 1][static_cast<int64_t>(i) * c].data_ptr());
-      ch.probe.push_back((*owner)[3 * l + 2][static_cast<int64_t>(i) * c].data_ptr());
-    }
-    ch.owner = owner;
-    chunks.push_back(std::move(ch));
+    chunks.push_back(RemoteChunk(owner, static_cast<int64_t>(i), keys[i], last, {static_cast<int32_t>(i)}));
+    ids.push_back(first + i);
   }
   // Readers must find the whole copy once it is installed: wait for it.
   const int64_t errors = opt_.remote->counters().write_errors;
   opt_.remote->WriteAsync(std::move(chunks));
   opt_.remote->Flush();
   if (opt_.remote->counters().write_errors != errors) return Status::IOError("publishing a reordered copy failed");
-  std::lock_guard<std::mutex> lock(keys_mu_);
-  for (size_t i = 0; i < keys.size(); ++i) content_.emplace(first + i, keys[i]);
+  RecordKeys(ids, keys);
   return Status::OK();
+}
+
+RemoteStore::Chunk PrefixStore::RemoteChunk(const std::shared_ptr<const std::vector<at::Tensor>>& owner, int64_t i,
+                                            const ContentKey& key, const ContentKey& parent,
+                                            std::vector<int32_t> tokens) const {
+  RemoteStore::Chunk ch;
+  ch.geometry = geo_;
+  ch.key = key;
+  ch.parent = parent;
+  ch.tokens = std::move(tokens);
+  const int64_t row = i * geo_.chunk_tokens;
+  for (int l = 0; l < geo_.layers; ++l) {
+    ch.keys.push_back((*owner)[3 * l][row].data_ptr());
+    ch.values.push_back((*owner)[3 * l + 1][row].data_ptr());
+    ch.probe.push_back((*owner)[3 * l + 2][row].data_ptr());
+  }
+  ch.owner = owner;
+  return ch;
 }
 
 Status PrefixStore::KeepLostLocked(const RadixTree::Match& match, const DenseKvCache& kv, int64_t kv_offset) {
@@ -699,25 +701,12 @@ Status PrefixStore::KeepLostLocked(const RadixTree::Match& match, const DenseKvC
 void PrefixStore::Publish(const std::vector<int32_t>& whole, const std::vector<uint64_t>& ids, int64_t first,
                           std::vector<at::Tensor> keep) {
   const int64_t c = geo_.chunk_tokens;
-  AddContentKeys(whole, ids);
-  const std::vector<ContentKey> keys = ChainKeys(root_key_, whole, 0, ids.size(), geo_.chunk_tokens);
-  auto owner = std::make_shared<std::vector<at::Tensor>>(std::move(keep));
+  const std::vector<ContentKey> keys = AddContentKeys(whole, ids);
+  auto owner = std::make_shared<const std::vector<at::Tensor>>(std::move(keep));
   std::vector<RemoteStore::Chunk> chunks;
-  for (size_t i = static_cast<size_t>(first); i < ids.size(); ++i) {
-    RemoteStore::Chunk ch;
-    ch.geometry = geo_;
-    ch.key = keys[i];
-    ch.parent = i == 0 ? root_key_ : keys[i - 1];
-    ch.tokens.assign(whole.begin() + i * c, whole.begin() + (i + 1) * c);
-    const int64_t row = (static_cast<int64_t>(i) - first) * c;
-    for (int l = 0; l < geo_.layers; ++l) {
-      ch.keys.push_back((*owner)[3 * l][row].data_ptr());
-      ch.values.push_back((*owner)[3 * l + 1][row].data_ptr());
-      ch.probe.push_back((*owner)[3 * l + 2][row].data_ptr());
-    }
-    ch.owner = owner;
-    chunks.push_back(std::move(ch));
-  }
+  for (size_t i = static_cast<size_t>(first); i < ids.size(); ++i)
+    chunks.push_back(RemoteChunk(owner, static_cast<int64_t>(i) - first, keys[i], i == 0 ? root_key_ : keys[i - 1],
+                                 std::vector<int32_t>(whole.begin() + i * c, whole.begin() + (i + 1) * c)));
   opt_.remote->WriteAsync(std::move(chunks));
 }
 

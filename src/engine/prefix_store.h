@@ -235,9 +235,10 @@ class PrefixStore {
   // Per layer, how many of `ids` are cached in the GPU and the CPU tier; drops them.
   std::vector<std::array<int64_t, 2>> UncacheLocked(const std::vector<uint64_t>& ids);
   void ForgetRetiredLocked();
-  // Reads `ids`' keys and values of `layer` from wherever they are stored (the
-  // local disk, else the remote tier) into token-major buffers of ids.size() chunks.
-  Status ReadStored(const std::vector<uint64_t>& ids, int layer, uint8_t* keys, uint8_t* values);
+  // Reads each of `reads` from where its chunk is stored: the local disk,
+  // else the remote tier (one batch each). With a remote tier, `from_remote`
+  // says which went to the cluster; without one it is left empty.
+  Status ReadTiered(const std::vector<ChunkRead>& reads, std::vector<bool>* from_remote);
   // Reads `reads` (parts and buffers set; reads[j] is chunk ids[j]) from the
   // remote tier. A chunk that fails is marked lost; the first failure is
   // returned as NotFound.
@@ -247,8 +248,13 @@ class PrefixStore {
   std::array<at::Tensor, 3> HostChunks(const DenseKvCache& kv, int l, int64_t first, int64_t n, int64_t kv_offset) const;
   // The content key of chunk `id`, when it has one (original chunks, with a remote tier).
   bool ContentKeyOf(uint64_t id, ContentKey* key) const;
-  // Records the content keys of `ids`, the first chunks of `tokens` (from the root).
-  void AddContentKeys(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& ids);
+  // Records the content keys of `ids`, the first chunks of `tokens` (from the root), and returns them.
+  std::vector<ContentKey> AddContentKeys(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& ids);
+  void RecordKeys(const std::vector<uint64_t>& ids, const std::vector<ContentKey>& keys);
+  // Chunk i (rows i*C..) of `owner`'s keys, values and probe keys (3 tensors
+  // per layer, token-major), as the remote tier publishes it.
+  RemoteStore::Chunk RemoteChunk(const std::shared_ptr<const std::vector<at::Tensor>>& owner, int64_t i,
+                                 const ContentKey& key, const ContentKey& parent, std::vector<int32_t> tokens) const;
   // Writes to the local disk the chunks of `match` whose remote read failed
   // and whose KV `kv` holds, and drops the reordered copies on its path that
   // failed a remote read. REQUIRES: mu_ held.

@@ -18,18 +18,16 @@ namespace {
 class ReuseKv final : public KvProvider {
  public:
   ReuseKv(PrefixStore& store, const PrefixLease& lease, DenseKvCache& dense, int layers, bool prefetch)
-      : store_(store), lease_(lease), dense_(dense), prefetch_(prefetch), layers_(layers),
-        timeline_(store.load_stream(), layers), loads_(layers, [this](int l) { return Load(l); }, &store.load_stream()) {
+      : store_(store), lease_(lease), dense_(dense), prefetch_(prefetch),
+        loads_(layers, [this](int l) { return Load(l); }, store.load_stream()) {
     if (prefetch_) loads_.Start(0);
   }
 
   PrefixKv Prefix(const LayerQkv& qkv) override {
     const int l = qkv.layer;
-    timeline_.Asking(l);
     auto t0 = Clock::now();
     Loaded got = loads_.Take(l);
     io_ms_ += Ms(t0, Clock::now());
-    timeline_.Got(l);
     if (prefetch_) loads_.Start(l + 1);
     if (!got.status.ok()) {
       if (status_.ok()) status_ = got.status;
@@ -51,11 +49,7 @@ class ReuseKv final : public KvProvider {
   double io_ms() const { return io_ms_; }
   const LoadStats& stats() const { return stats_; }
   // CUDA: the layers' device intervals (once the logits are on the host).
-  std::vector<DeviceLayerTimes> DeviceTimes() {
-    std::vector<std::pair<LoadStream::Ready, LoadStream::Ready>> loads;
-    for (int l = 0; l < layers_; ++l) loads.push_back(loads_.LoadTimes(l));
-    return timeline_.Collect(loads);
-  }
+  std::vector<DeviceLayerTimes> DeviceTimes() { return loads_.DeviceTimes(); }
 
  private:
   struct Loaded {
@@ -77,11 +71,9 @@ class ReuseKv final : public KvProvider {
   const PrefixLease& lease_;
   DenseKvCache& dense_;
   bool prefetch_;
-  int layers_;
   Status status_;
   double io_ms_ = 0;
   LoadStats stats_;
-  DeviceTimeline timeline_;
   LayerReads<Loaded> loads_;  // last: it waits for running loads before the rest goes
 };
 

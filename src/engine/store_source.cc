@@ -50,8 +50,7 @@ StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLea
                          const RequestOptions& ro, RequestTrace* trace)
     : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
       first_parts_(PartsOf(ahead)), speculate_(ro.speculate && ro.prefetch && ahead == ReadAhead::kProbeKeys),
-      timeline_(store.load_stream(), model.config().num_layers),
-      first_reads_(model.config().num_layers, [this](int l) { return ReadFirst(l); }, &store.load_stream()) {
+      first_reads_(model.config().num_layers, [this](int l) { return ReadFirst(l); }, store.load_stream()) {
   if (prefetch_) first_reads_.Start(0);
 }
 
@@ -99,18 +98,10 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l) {
   return r;
 }
 
-std::vector<DeviceLayerTimes> StoreSource::DeviceTimes() {
-  std::vector<std::pair<LoadStream::Ready, LoadStream::Ready>> loads;
-  for (int l = 0; l < model_.config().num_layers; ++l) loads.push_back(first_reads_.LoadTimes(l));
-  return timeline_.Collect(loads);
-}
-
 Status StoreSource::Begin(int l) {
-  timeline_.Asking(l);
   auto t0 = Clock::now();
   FirstRead r = first_reads_.Take(l);
   trace_->io_ms += Ms(t0, Clock::now());
-  timeline_.Got(l);
   trace_->load += r.stats;
   layer_ = l;
   parts_.clear();

@@ -48,7 +48,7 @@ class StoreSource final : public PrefixSource {
   Status Values(int layer, const at::Tensor& used, at::Tensor* v) override;
   Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) override;
   // CUDA: the layers' device intervals (once the logits are on the host).
-  std::vector<DeviceLayerTimes> DeviceTimes();
+  std::vector<DeviceLayerTimes> DeviceTimes() { return first_reads_.DeviceTimes(); }
 
  private:
   // A layer's guess at the next one's chunks: its gathered positions and
@@ -90,7 +90,6 @@ class StoreSource final : public PrefixSource {
   // which takes that read before layer l+1's selection writes here.
   Guess last_guess_;
   std::vector<int64_t> guessed_;  // the current layer's chunks read on the guess
-  DeviceTimeline timeline_;
   LayerReads<FirstRead> first_reads_;  // last: it waits for running reads before the rest goes
 };
 

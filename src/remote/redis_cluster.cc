@@ -129,7 +129,6 @@ void RedisCluster::Drop(int node) {
 }
 
 Status RedisCluster::LoadSlots() {
-  ++reloads_;
   std::string tried;
   Status last;
   // Known nodes in order: the seeds first, then what earlier maps named.
@@ -252,29 +251,22 @@ void RedisCluster::Run(const std::vector<Command>& cmds, const Done& done) {
         }
         pending = pending || b.next < b.list.size();
         auto* r = static_cast<redisReply*>(raw);
-        if (r->type == REDIS_REPLY_ERROR) {
-          const std::string e(r->str, r->len);
-          int slot = 0, port = 0;
-          std::string host;
-          if (ParseRedirect(e, "MOVED", &slot, &host, &port)) {
-            slot_owner_[slot] = NodeFor(host, port);
-            failed[i] = Status::IOError(b.addr + ": " + e);
-            retry.push_back(i);
-          } else if (ParseRedirect(e, "ASK", &slot, &host, &port)) {
-            ask[i] = NodeFor(host, port);
-            failed[i] = Status::IOError(b.addr + ": " + e);
-            retry.push_back(i);
-          } else if (e.rfind("TRYAGAIN", 0) == 0 || e.rfind("CLUSTERDOWN", 0) == 0) {
-            failed[i] = Status::IOError(b.addr + ": " + e);
-            retry.push_back(i);
-            reload = true;
-          } else {
-            done(i, nullptr, Status::IOError(b.addr + ": " + e));  // OOM and the like: no retry helps
-          }
-        } else {
+        if (r->type != REDIS_REPLY_ERROR) {
           done(i, r, Status::OK());
+          freeReplyObject(r);
+          continue;
         }
+        const std::string e(r->str, r->len);
         freeReplyObject(r);
+        int slot = 0, port = 0;
+        std::string host;
+        bool again = true;  // redirected or the cluster is settling: tried again
+        if (ParseRedirect(e, "MOVED", &slot, &host, &port)) slot_owner_[slot] = NodeFor(host, port);
+        else if (ParseRedirect(e, "ASK", &slot, &host, &port)) ask[i] = NodeFor(host, port);
+        else if (e.rfind("TRYAGAIN", 0) == 0 || e.rfind("CLUSTERDOWN", 0) == 0) reload = true;
+        else again = false;  // OOM and the like: no retry helps
+        if (again) failed[i] = Status::IOError(b.addr + ": " + e), retry.push_back(i);
+        else done(i, nullptr, Status::IOError(b.addr + ": " + e));
       }
     }
     if (reload) (void)LoadSlots();  // keeps the old map when no node answers

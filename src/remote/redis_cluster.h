@@ -57,8 +57,6 @@ class RedisCluster {
   void RunOnMasters(const std::vector<std::string>& argv, const Done& done);
   // host:port of each master in the slot map.
   std::vector<std::string> masters() const;
-  // Times the slot map was reloaded after the first load.
-  int64_t slot_reloads() const { return reloads_; }
 
  private:
   struct Node {
@@ -75,7 +73,6 @@ class RedisCluster {
   ClusterOptions opt_;
   std::vector<Node> nodes_;
   std::vector<int> slot_owner_;  // slot -> index in nodes_, -1 when no master serves it
-  int64_t reloads_ = -1;
 };
 
 }  // namespace impress

@@ -102,21 +102,23 @@ void RemoteStore::Give(std::unique_ptr<RedisCluster> c) {
   idle_.push_back(std::move(c));
 }
 
-int64_t RemoteStore::Lookup(const std::vector<Marker>& chunks, int chunk_tokens) {
-  if (chunks.empty()) return 0;
+int64_t RemoteStore::FindChain(const ContentKey& parent, const std::vector<int32_t>& tokens, size_t first,
+                               size_t count, int chunk_tokens, std::vector<ContentKey>* keys) {
+  *keys = ChainKeys(parent, tokens, first, count, chunk_tokens);
+  if (count == 0) return 0;
   auto client = Take();
-  counters_.lookups += static_cast<int64_t>(chunks.size());
+  counters_.lookups += static_cast<int64_t>(count);
   if (!client.ok()) {
-    counters_.read_errors += static_cast<int64_t>(chunks.size());
+    counters_.read_errors += static_cast<int64_t>(count);
     return 0;
   }
   const size_t c = static_cast<size_t>(chunk_tokens);
   const std::string get = "GET";
   std::vector<std::string> names;
-  for (const Marker& m : chunks) names.push_back(MarkerKeyName(m.key));
+  for (const ContentKey& k : *keys) names.push_back(MarkerKeyName(k));
   std::vector<RedisCluster::Command> cmds;
   for (const std::string& n : names) cmds.push_back(Cmd({&get, &n}));
-  std::vector<bool> match(chunks.size(), false);
+  std::vector<bool> match(count, false);
   (*client)->Run(cmds, [&](size_t i, const redisReply* r, const Status& st) {
     if (!st.ok()) {
       counters_.read_errors++;
@@ -125,16 +127,18 @@ int64_t RemoteStore::Lookup(const std::vector<Marker>& chunks, int chunk_tokens)
     const char* p = nullptr;
     if (!Unframe(r, 16 + 4 * c, names[i], &p).ok()) return;
     // The marker must describe this very chunk: its parent and its tokens.
-    match[i] = std::memcmp(p, chunks[i].parent.bytes.data(), 16) == 0;
+    const ContentKey& up = i == 0 ? parent : (*keys)[i - 1];
+    const int32_t* want = tokens.data() + (first + i) * c;
+    match[i] = std::memcmp(p, up.bytes.data(), 16) == 0;
     for (size_t t = 0; match[i] && t < c; ++t) {
       uint32_t v = 0;
       for (int b = 0; b < 4; ++b) v |= static_cast<uint32_t>(static_cast<uint8_t>(p[16 + 4 * t + b])) << (8 * b);
-      match[i] = v == static_cast<uint32_t>(chunks[i].tokens[t]);
+      match[i] = v == static_cast<uint32_t>(want[t]);
     }
   });
   Give(*std::move(client));
   int64_t run = 0;
-  while (run < static_cast<int64_t>(chunks.size()) && match[run]) ++run;
+  while (run < static_cast<int64_t>(count) && match[run]) ++run;
   counters_.chunks_found += run;
   return run;
 }

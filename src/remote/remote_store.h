@@ -63,15 +63,13 @@ class RemoteStore {
   static StatusOr<std::unique_ptr<RemoteStore>> Connect(const RemoteOptions& opt);
   ~RemoteStore();  // writes still queued are sent first (Flush)
 
-  // A chunk as its marker describes it.
-  struct Marker {
-    ContentKey key, parent;
-    const int32_t* tokens;  // C tokens
-  };
-  // How many of `chunks` (of `chunk_tokens` tokens each), from the first, the
-  // cluster has a matching marker for (one pipelined round). A fault ends the
-  // run: what follows is unknown.
-  int64_t Lookup(const std::vector<Marker>& chunks, int chunk_tokens);
+  // How many of chunks first..first+count-1 of `tokens` (chunk i is tokens
+  // [i*C, (i+1)*C)), chained from `parent` (the key of chunk first-1,
+  // RootKey for 0), the cluster holds, from the first: one pipelined round of
+  // marker reads, each marker checked against its parent and tokens. A fault
+  // ends the run: what follows is unknown. `keys` gets the count chunks' keys.
+  int64_t FindChain(const ContentKey& parent, const std::vector<int32_t>& tokens, size_t first, size_t count,
+                    int chunk_tokens, std::vector<ContentKey>* keys);
 
   // One chunk-layer's parts to read into caller buffers (sizes from the geometry).
   struct Read {
