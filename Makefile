@@ -1,11 +1,11 @@
 # impress: the user's entry point. `make setup` once, then `make test`.
 # Knobs: LIBTORCH=/path/to/libtorch (default: the PyPI torch wheel's),
-#        SHARED=../shared (datasets for `make data`), JOBS=2, BUILD=build.
+#        FROM=DIR (refresh data/ from DIR with `make data`), JOBS=2, BUILD=build.
 
 PYTHON   ?= python3
 BUILD    ?= build
 JOBS     ?= 2
-SHARED   ?= ../shared
+FROM     ?=
 MODEL    ?= models/smollm2-135m
 TORCH_CMAKE := $(shell $(PYTHON) -c "import importlib.util,os;s=importlib.util.find_spec('torch');print(os.path.join(s.submodule_search_locations[0],'share','cmake') if s else '')" 2>/dev/null)
 PREFIX   := $(if $(LIBTORCH),$(LIBTORCH),$(TORCH_CMAKE))
@@ -14,7 +14,7 @@ GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 .PHONY: setup build test tsan asan fuzz bench demo model data fixtures reproduce figures clean help
 
 help:
-	@echo "make setup   install dependencies, prepare $(MODEL) and data/ (once per machine)"
+	@echo "make setup   install dependencies, prepare $(MODEL), check data/ (once per machine)"
 	@echo "make test    build, prepare test fixtures, run every test"
 	@echo "make tsan    the tests under ThreadSanitizer (make asan: AddressSanitizer + UBSan)"
 	@echo "make fuzz    fuzz the file parsers with libFuzzer, FUZZ_SECONDS each (needs clang)"
@@ -31,8 +31,10 @@ model: $(MODEL)/config.json
 $(MODEL)/config.json:
 	$(PYTHON) scripts/prepare_smollm2.py --out $(MODEL)
 
+# data/ is in the repository; this checks it against data/SHA256SUMS, or with
+# FROM=DIR first copies the splits from DIR (data/README.md says how to record a change).
 data:
-	bash scripts/data.sh --from $(SHARED)/data --to data
+	bash scripts/data.sh $(if $(FROM),--from $(FROM)) --to data
 
 $(BUILD)/CMakeCache.txt:
 	@test -n "$(PREFIX)" || { echo "LibTorch not found: run 'make setup' or pass LIBTORCH=/path/to/libtorch"; exit 1; }
@@ -43,7 +45,7 @@ build: $(BUILD)/CMakeCache.txt
 
 # Tiny OPT/Llama checkpoints and Hugging Face reference outputs for the tests.
 fixtures: build
-	$(PYTHON) scripts/make_fixtures.py --out $(BUILD)/fixtures --model $(MODEL) --shared $(SHARED)
+	$(PYTHON) scripts/make_fixtures.py --out $(BUILD)/fixtures --model $(MODEL)
 
 # Tests run JOBS at a time, one thread each: parallel tests with a thread pool
 # apiece oversubscribe the cores and spin.

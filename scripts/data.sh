@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Fills data/ with the PIQA, RTE, COPA and OpenBookQA splits.
-#   scripts/data.sh --from DIR [--to data]   copy normalized JSONL splits from DIR
-#   scripts/data.sh --download [--to data]   fetch them from the Hugging Face hub (internet)
-# DIR holds <task>/<split>.jsonl as described in docs/data.md.
+# data/ holds the PIQA, RTE, COPA and OpenBookQA splits (data/README.md). This
+# script checks them or refreshes them:
+#   scripts/data.sh                         check data/ against data/SHA256SUMS
+#   scripts/data.sh --from DIR [--to data]  copy normalized JSONL splits from DIR, then check
+#   scripts/data.sh --download [--to data]  fetch them from the Hugging Face hub (internet), then check
+# DIR holds <task>/<split>.jsonl as described in data/README.md. A refresh that
+# changes a file fails the check, naming it; if the change is meant, record it:
+#   (cd data && sha256sum */*.jsonl > SHA256SUMS), and update data/README.md.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 from=""; to="data"; download=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -14,17 +19,18 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ "$download" -eq 1 ]; then
-  exec python3 "$(dirname "$0")/download_data.py" --out "$to"
+  python3 "$here/download_data.py" --out "$to"
+elif [ -n "$from" ]; then
+  [ -d "$from" ] || { echo "data.sh: $from: no such directory" >&2; exit 1; }
+  need=(piqa/train piqa/validation rte/train rte/validation rte/sglue_validation copa/train
+        copa/validation openbookqa/train openbookqa/validation openbookqa/test)
+  for s in "${need[@]}"; do
+    [ -s "$from/$s.jsonl" ] || { echo "data.sh: $from/$s.jsonl: missing split" >&2; exit 1; }
+  done
+  for s in "${need[@]}"; do
+    mkdir -p "$to/$(dirname "$s")"
+    cp "$from/$s.jsonl" "$to/$s.jsonl"
+  done
+  echo "data.sh: ${#need[@]} splits copied into $to/"
 fi
-[ -n "$from" ] || { echo "data.sh: --from DIR or --download is required" >&2; exit 2; }
-[ -d "$from" ] || { echo "data.sh: $from: no such directory" >&2; exit 1; }
-need=(piqa/train piqa/validation rte/train rte/validation copa/train copa/validation
-      openbookqa/train openbookqa/validation openbookqa/test)
-for s in "${need[@]}"; do
-  [ -s "$from/$s.jsonl" ] || { echo "data.sh: $from/$s.jsonl: missing split" >&2; exit 1; }
-done
-for s in "${need[@]}"; do
-  mkdir -p "$to/$(dirname "$s")"
-  cp "$from/$s.jsonl" "$to/$s.jsonl"
-done
-echo "data.sh: ${#need[@]} splits in $to/"
+exec bash "$here/check_checksums.sh" "$to"

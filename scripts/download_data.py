@@ -10,12 +10,13 @@ import argparse
 import json
 import os
 
-SOURCES = {  # task: (hub path, config, {split: hub split})
-    "piqa": ("baber/piqa", None, {"train": "train", "validation": "validation"}),
-    "rte": ("nyu-mll/glue", "rte", {"train": "train", "validation": "validation"}),
-    "copa": ("aps/super_glue", "copa", {"train": "train", "validation": "validation"}),
-    "openbookqa": ("allenai/openbookqa", "main", {"train": "train", "validation": "validation", "test": "test"}),
-}
+SOURCES = [  # (task folder, hub path, config, {file name: hub split})
+    ("piqa", "baber/piqa", None, {"train": "train", "validation": "validation"}),
+    ("rte", "nyu-mll/glue", "rte", {"train": "train", "validation": "validation"}),
+    ("rte", "aps/super_glue", "rte", {"sglue_validation": "validation"}),
+    ("copa", "aps/super_glue", "copa", {"train": "train", "validation": "validation"}),
+    ("openbookqa", "allenai/openbookqa", "main", {"train": "train", "validation": "validation", "test": "test"}),
+]
 
 
 def main():
@@ -24,7 +25,7 @@ def main():
     args = ap.parse_args()
     from datasets import load_dataset
 
-    for task, (path, config, splits) in SOURCES.items():
+    for task, path, config, splits in SOURCES:
         os.makedirs(os.path.join(args.out, task), exist_ok=True)
         for name, hub_split in splits.items():
             rows = load_dataset(path, config, split=hub_split)

@@ -4,8 +4,8 @@
 # maybe no Debian -dev packages and no network:
 #   scripts/gpu_check.sh CARRY_DIR OUT_DIR
 # CARRY_DIR is what scripts/gpu_prepare.sh made on a Debian machine: deps/
-# (scripts/pack_deps.sh), shape/ (SmolLM2-135M's config.json and tokenizer
-# files) and tokenizers/ (the fixtures' gpt2/ and llama2/). Steps, each under
+# (scripts/pack_deps.sh) and shape/ (SmolLM2-135M's config.json and tokenizer
+# files); data/ and tests/tokenizers/ travel with the tree. Steps, each under
 # its own time limit, about 7 minutes on an H200 machine in all:
 #  1. build against the machine's own LibTorch (impress, the tests, the store bench);
 #  2. the CUDA tests (tests/cuda_test.cc: every system's logits on CUDA = the
@@ -44,8 +44,7 @@ step build
 build_gpu impress impress_tests impress_store_bench || exit 1
 
 step "fixtures (tiny checkpoints, transformers' outputs)"
-shared=$(mktemp -d); ln -s "$carry/tokenizers" "$shared/tokenizers"
-limit 120 python3 scripts/make_fixtures.py --tiny-only --out build-gpu/fixtures --shared "$shared" 2>&1 | grep -v -E "Loading|it/s" | tail -3
+limit 120 python3 scripts/make_fixtures.py --tiny-only --out build-gpu/fixtures 2>&1 | grep -v -E "Loading|it/s" | tail -3
 
 step "CUDA tests"
 IMPRESS_FIXTURES=$PWD/build-gpu/fixtures IMPRESS_TEST_DEVICE=$device limit 150 \

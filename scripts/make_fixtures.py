@@ -37,10 +37,10 @@ HARD_STRINGS = [
 ]
 
 
-def dataset_texts(shared):
+def dataset_texts(data):
     texts = []
     skip = {"id", "idx", "label", "answerKey", "question"}
-    for path in sorted(glob.glob(os.path.join(shared, "data", "*", "*.jsonl"))):
+    for path in sorted(glob.glob(os.path.join(data, "*", "*.jsonl"))):
         with open(path, encoding="utf-8") as f:
             for line in f:
                 obj = json.loads(line)
@@ -63,14 +63,14 @@ def dataset_texts(shared):
     return out
 
 
-def gpt2_tokenizer(shared, out_dir):
+def gpt2_tokenizer(tokenizers, out_dir):
     """GPT-2's byte-level BPE (the algorithm and merges OPT uses), built with the
     tokenizers library itself; like OPT's tokenizer it prepends a BOS token."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    bpe = models.BPE.from_file(os.path.join(shared, "tokenizers/gpt2/vocab.json"),
-                               os.path.join(shared, "tokenizers/gpt2/merges.txt"))
+    bpe = models.BPE.from_file(os.path.join(tokenizers, "gpt2/vocab.json"),
+                               os.path.join(tokenizers, "gpt2/merges.txt"))
     tok = Tokenizer(bpe)
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -83,7 +83,7 @@ def gpt2_tokenizer(shared, out_dir):
     return fast
 
 
-def make_models(shared, out):
+def make_models(tokenizers, out):
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, OPTConfig, OPTForCausalLM
 
@@ -95,10 +95,10 @@ def make_models(shared, out):
         os.makedirs(d, exist_ok=True)
         model.to(dtype).save_pretrained(d, safe_serialization=True)
         if tok_src == "gpt2":
-            gpt2_tokenizer(shared, d)
+            gpt2_tokenizer(tokenizers, d)
         else:
             for f in ("tokenizer.json", "tokenizer_config.json"):
-                shutil.copy(os.path.join(shared, "tokenizers/llama2", f), d)
+                shutil.copy(os.path.join(tokenizers, "llama2", f), d)
         models[name] = d
 
     common = dict(initializer_range=0.2, max_position_embeddings=2048)
@@ -173,17 +173,26 @@ def main():
     ap.add_argument("--model", help="the default model directory (SmolLM2); required unless --tiny-only")
     ap.add_argument("--tiny-only", action="store_true",
                     help="only the tiny checkpoints and their logits (no SmolLM2, no tokenizer ids)")
-    ap.add_argument("--shared", required=True, help="folder holding data/ and tokenizers/")
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--data", default=os.path.join(here, "data"), help="the dataset splits (data/README.md)")
+    ap.add_argument("--tokenizers", default=os.path.join(here, "tests", "tokenizers"),
+                    help="the GPT-2 and Llama 2 tokenizer files (tests/tokenizers/README.md)")
     args = ap.parse_args()
 
     if not args.tiny_only and not (args.model and os.path.exists(os.path.join(args.model, "config.json"))):
         sys.exit(f"make_fixtures: {args.model}/config.json: missing; run 'make setup' (or 'make model') first")
-    for need in ("tokenizers/gpt2/vocab.json", "tokenizers/llama2/tokenizer.json") + (() if args.tiny_only else ("data",)):
-        if not os.path.exists(os.path.join(args.shared, need)):
-            sys.exit(f"make_fixtures: {os.path.join(args.shared, need)}: missing")
+    needs = [os.path.join(args.tokenizers, "gpt2/vocab.json"), os.path.join(args.tokenizers, "llama2/tokenizer.json")]
+    if not args.tiny_only:
+        needs.append(os.path.join(args.data, "piqa/train.jsonl"))
+    for need in needs:
+        if not os.path.exists(need):
+            sys.exit(f"make_fixtures: {need}: missing")
 
     h = hashlib.sha256(open(__file__, "rb").read() + STAMP_VERSION.encode())
     h.update(b"tiny" if args.tiny_only else open(os.path.join(args.model, "config.json"), "rb").read())
+    for sums in (os.path.join(args.tokenizers, "SHA256SUMS"), os.path.join(args.data, "SHA256SUMS")):
+        if os.path.exists(sums):
+            h.update(open(sums, "rb").read())
     stamp_path = os.path.join(args.out, ".stamp")
     if os.path.exists(stamp_path) and open(stamp_path).read() == h.hexdigest():
         print("make_fixtures: up to date")
@@ -194,8 +203,8 @@ def main():
 
     import torch
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    texts = [] if args.tiny_only else dataset_texts(args.shared)
-    models = make_models(args.shared, args.out)
+    texts = [] if args.tiny_only else dataset_texts(args.data)
+    models = make_models(args.tokenizers, args.out)
     if not args.tiny_only:
         models["smollm2"] = args.model
     prompts = reference_prompts(texts if texts else [HARD_STRINGS[-2] * 40] * 4)
@@ -204,7 +213,7 @@ def main():
         print(f"make_fixtures: reference logits for {name}")
     all_texts = HARD_STRINGS + texts
     tokenizers = {} if args.tiny_only else {"smollm2": args.model, "gpt2": models["tiny-opt-preln"],
-                                            "llama2": os.path.join(args.shared, "tokenizers/llama2")}
+                                            "llama2": os.path.join(args.tokenizers, "llama2")}
     for name, d in tokenizers.items():
         write_tokenizer_reference(d, all_texts, os.path.join(args.out, "tokenizer", name + ".jsonl"))
         print(f"make_fixtures: {len(all_texts)} tokenizer references for {name}")

@@ -1,5 +1,5 @@
-// Dataset loaders and prompts against the lm-eval templates (the worked
-// 2-shot examples of the data README), few-shot sampling, the prefix pool and
+// Dataset loaders and prompts against the lm-eval templates (worked 2-shot
+// examples written from them, data/README.md), few-shot sampling, the prefix pool and
 // the request stream.
 #include "data/task.h"
 
@@ -60,7 +60,7 @@ TEST(Prompts, ReproduceWorkedExamplesByteForByte) {
        "the faucet therefore",
        {"  the toilet filled with water.", "  water flowed from the spout."},
        1},
-      {"openbookqa", "validation",  // the README works the example on validation row 0
+      {"openbookqa", "validation",  // validation row 0, as for the others
        "The sun is responsible for plants sprouting, blooming and wilting\n\nWhen standing miles away from Mount "
        "Rushmore the mountains seem smaller than in photographs\n\nFrilled sharks and angler fish live far beneath "
        "the surface of the ocean, which is why they are known as",

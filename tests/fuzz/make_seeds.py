@@ -6,7 +6,7 @@ document of each task's split, tokenizer.json files cut down from real ones,
 and store logs and manifests. Crash inputs found later are added beside them
 by hand (crash-*), never rewritten by this script.
 
-usage: make_seeds.py --data data --tokenizers ../shared/tokenizers --smollm2 models/smollm2-135m
+usage: make_seeds.py --data data --tokenizers tests/tokenizers --smollm2 models/smollm2-135m
 """
 import argparse
 import json
@@ -60,7 +60,7 @@ def shrink_tokenizer(tok, vocab_size):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="data")
-    ap.add_argument("--tokenizers", default="../shared/tokenizers")
+    ap.add_argument("--tokenizers", default="tests/tokenizers")
     ap.add_argument("--smollm2", default="models/smollm2-135m")
     a = ap.parse_args()
 
