@@ -104,7 +104,7 @@ TEST_P(ReuseTest, ReopenedStoreServesCommittedPrefixes) {
   }
   auto store = PrefixStore::Open(*model_, Options(dir.path()));
   ASSERT_TRUE(store.ok()) << store.status().message();
-  EXPECT_EQ((*store)->tree().chunk_count(), 4u);
+  EXPECT_EQ((*store)->index().tree().chunk_count(), 4u);
   RequestTrace t;
   ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &t).ok());
   EXPECT_EQ(t.reused_tokens, 64);

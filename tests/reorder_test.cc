@@ -132,11 +132,11 @@ TEST_P(ReorderTest, ReorderedStoreServesTheSameKv) {
     moved |= !lease.slot_of[l].equal(at::arange(128, at::kLong));
     at::Tensor k0, v0, k1, v1;
     LoadStats s;
-    ASSERT_TRUE((*a)->LoadLayer(lease.match.chunks, l, &k0, &v0, &s).ok());
-    ASSERT_TRUE((*a)->LoadLayer(lease.chunks, l, &k1, &v1, &s).ok());
+    ASSERT_TRUE((*a)->reader().LoadLayer(lease.match.chunks, l, &k0, &v0, &s).ok());
+    ASSERT_TRUE((*a)->reader().LoadLayer(lease.chunks, l, &k1, &v1, &s).ok());
     EXPECT_FALSE(l == 0 && moved && k1.equal(k0));
-    EXPECT_TRUE((*a)->ToTokenOrder(lease, l, k1).equal(k0)) << "layer " << l;
-    EXPECT_TRUE((*a)->ToTokenOrder(lease, l, v1).equal(v0)) << "layer " << l;
+    EXPECT_TRUE(ToTokenOrder(lease, l, k1).equal(k0)) << "layer " << l;
+    EXPECT_TRUE(ToTokenOrder(lease, l, v1).equal(v0)) << "layer " << l;
   }
   (*a)->Release(lease);
   EXPECT_TRUE(moved);

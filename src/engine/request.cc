@@ -59,10 +59,10 @@ class ReuseKv final : public KvProvider {
   };
   Loaded Load(int l) {
     Loaded r;
-    r.status = store_.LoadLayer(lease_.chunks, l, &r.k, &r.v, &r.stats);
+    r.status = store_.reader().LoadLayer(lease_.chunks, l, &r.k, &r.v, &r.stats);
     if (r.status.ok()) {
-      r.k = store_.ToTokenOrder(lease_, l, r.k);
-      r.v = store_.ToTokenOrder(lease_, l, r.v);
+      r.k = ToTokenOrder(lease_, l, r.k);
+      r.v = ToTokenOrder(lease_, l, r.v);
     }
     return r;
   }

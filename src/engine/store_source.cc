@@ -39,7 +39,7 @@ at::Tensor LocalIndex(const at::Tensor& slots, const std::vector<int64_t>& need,
 }
 
 // Whether Fetch would read anything of `what` for a chunk that has `x`.
-bool Missing(const PrefixStore::Parts& x, uint8_t what) {
+bool Missing(const ChunkParts& x, uint8_t what) {
   return ((what & kKeys) && !x.k.defined()) || ((what & kValues) && !x.v.defined()) ||
          ((what & kProbeKeys) && !x.probe.defined() && !x.k.defined());
 }
@@ -67,7 +67,7 @@ void StoreSource::Start(int l) {
 std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
   const int64_t c = store_.geometry().chunk_tokens;
   std::vector<int64_t> count(chunks_.size(), 0), order;
-  at::Tensor slots = store_.SlotsOf(lease_, l, g.tokens);
+  at::Tensor slots = SlotsOf(lease_, l, g.tokens);
   auto acc = slots.accessor<int64_t, 1>();
   for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;
   for (size_t i = 0; i < count.size(); ++i)
@@ -87,12 +87,12 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l) {
     r.guessed = GuessedChunks(last_guess_, l);
     for (int64_t i : r.guessed) want[i] = kKeys | kValues;
   }
-  r.status = store_.Fetch(chunks_, l, want, &r.parts, &r.stats);
+  r.status = store_.reader().Fetch(chunks_, l, want, &r.parts, &r.stats);
   // On CUDA the read-ahead also brings what it read to the device (on the
   // load stream when started early), so that the layer finds it there.
   const at::Device dev = model_.device();
   if (r.status.ok() && dev.is_cuda())
-    for (PrefixStore::Parts& p : r.parts)
+    for (ChunkParts& p : r.parts)
       for (at::Tensor* t : {&p.k, &p.v, &p.probe})
         if (t->defined() && !t->is_cuda()) *t = t->to(dev, /*non_blocking=*/t->is_pinned());
   return r;
@@ -123,37 +123,37 @@ Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>& which) {
   if (std::none_of(which.begin(), which.end(), [&](int64_t i) { return Missing(parts_[i], what); }))
     return Status::OK();
   std::vector<uint64_t> ids;
-  std::vector<PrefixStore::Parts> sub;
+  std::vector<ChunkParts> sub;
   for (int64_t i : which) {
     ids.push_back(chunks_[i]);
     sub.push_back(parts_[i]);
   }
   auto t0 = Clock::now();
-  Status s = store_.Fetch(ids, layer_, what, &sub, &trace_->load);
+  Status s = store_.reader().Fetch(ids, layer_, what, &sub, &trace_->load);
   trace_->io_ms += Ms(t0, Clock::now());
   RETURN_IF_ERROR(s);
   for (size_t j = 0; j < which.size(); ++j) parts_[which[j]] = std::move(sub[j]);
   return Status::OK();
 }
 
-at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor PrefixStore::Parts::*part) const {
+at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part) const {
   std::vector<at::Tensor> xs;
   for (int64_t i : which) xs.push_back(parts_[i].*part);
-  return store_.StackChunks(xs);
+  return store_.reader().StackChunks(xs);
 }
 
 at::Tensor StoreSource::ChunkOf(int layer) {
   IMPRESS_CHECK(layer == layer_);
-  return store_.SlotsOf(lease_, layer, at::arange(tokens(), at::kLong)).div(store_.geometry().chunk_tokens, "floor");
+  return SlotsOf(lease_, layer, at::arange(tokens(), at::kLong)).div(store_.geometry().chunk_tokens, "floor");
 }
 
 Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
   IMPRESS_CHECK(layer == layer_);
   const std::vector<int64_t> all = Every();
   RETURN_IF_ERROR(FetchSome(kKeys | kValues, all));
-  store_.ObserveWhole(chunks_, layer);
-  *k = ToTokenOrder(Stack(all, &PrefixStore::Parts::k));
-  *v = ToTokenOrder(Stack(all, &PrefixStore::Parts::v));
+  store_.reader().ObserveWhole(chunks_, layer);
+  *k = ToTokenOrder(Stack(all, &ChunkParts::k));
+  *v = ToTokenOrder(Stack(all, &ChunkParts::v));
   return Status::OK();
 }
 
@@ -161,7 +161,7 @@ Status StoreSource::Keys(int layer, at::Tensor* k) {
   IMPRESS_CHECK(layer == layer_);
   const std::vector<int64_t> all = Every();
   RETURN_IF_ERROR(FetchSome(kKeys, all));
-  *k = ToTokenOrder(Stack(all, &PrefixStore::Parts::k));
+  *k = ToTokenOrder(Stack(all, &ChunkParts::k));
   return Status::OK();
 }
 
@@ -172,14 +172,14 @@ Status StoreSource::ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) {
   // KV heads than asked; a cached or guessed one has all its keys.
   std::vector<at::Tensor> pk;
   for (auto& x : parts_) pk.push_back((x.probe.defined() ? x.probe : x.k).narrow(1, 0, kv_heads));
-  *k = ToTokenOrder(store_.StackChunks(pk));
+  *k = ToTokenOrder(store_.reader().StackChunks(pk));
   return Status::OK();
 }
 
 Status StoreSource::Values(int layer, const at::Tensor& used, at::Tensor* v) {
   IMPRESS_CHECK(layer == layer_);
   const int64_t c = store_.geometry().chunk_tokens;
-  const at::Tensor slots = store_.SlotsOf(lease_, layer, used);
+  const at::Tensor slots = SlotsOf(lease_, layer, used);
   const std::vector<int64_t> need = ChunksOf(slots, c);
   RETURN_IF_ERROR(FetchSome(kValues, need));
   CountImportant(slots, need);
@@ -190,7 +190,7 @@ Status StoreSource::Values(int layer, const at::Tensor& used, at::Tensor* v) {
     vs.push_back(x.v.defined() ? x.v
                  : x.k.defined() ? at::zeros_like(x.k)
                                  : at::zeros({g.chunk_tokens, g.kv_heads, g.head_dim}));
-  *v = ToTokenOrder(store_.StackChunks(vs));
+  *v = ToTokenOrder(store_.reader().StackChunks(vs));
   return Status::OK();
 }
 
@@ -198,14 +198,14 @@ Status StoreSource::Gather(int layer, const at::Tensor& positions, at::Tensor* k
   IMPRESS_CHECK(layer == layer_);
   const int64_t c = store_.geometry().chunk_tokens;
   last_guess_.tokens = positions;
-  const at::Tensor slots = store_.SlotsOf(lease_, layer, positions);
+  const at::Tensor slots = SlotsOf(lease_, layer, positions);
   const std::vector<int64_t> need = ChunksOf(slots, c);
   last_guess_.chunks = static_cast<int64_t>(need.size());
   RETURN_IF_ERROR(FetchSome(kKeys | kValues, need));
   CountImportant(slots, need);
   const at::Tensor local = LocalIndex(slots, need, c, model_.device());
-  *k = Stack(need, &PrefixStore::Parts::k).index_select(1, local);
-  *v = Stack(need, &PrefixStore::Parts::v).index_select(1, local);
+  *k = Stack(need, &ChunkParts::k).index_select(1, local);
+  *v = Stack(need, &ChunkParts::v).index_select(1, local);
   return Status::OK();
 }
 
@@ -227,7 +227,7 @@ void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int6
   for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;
   std::vector<std::pair<uint64_t, double>> shares;
   for (size_t i = 0; i < chunks_.size(); ++i)
-    shares.push_back({PrefixStore::CacheKey(chunks_[i], l), static_cast<double>(count[i]) / c});
+    shares.push_back({ChunkReader::CacheKey(chunks_[i], l), static_cast<double>(count[i]) / c});
   store_.cache().Observe(shares);
 }
 

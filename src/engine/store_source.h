@@ -59,7 +59,7 @@ class StoreSource final : public PrefixSource {
   };
   struct FirstRead {
     Status status;
-    std::vector<PrefixStore::Parts> parts;
+    std::vector<ChunkParts> parts;
     LoadStats stats;
     std::vector<int64_t> guessed;  // chunk indices whose K and V were read on the guess, ascending
   };
@@ -70,8 +70,8 @@ class StoreSource final : public PrefixSource {
   // read when they have it).
   Status FetchSome(uint8_t what, const std::vector<int64_t>& which);
   // One part of the chunks `which`, stacked in token order within each chunk.
-  at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor PrefixStore::Parts::*part) const;
-  at::Tensor ToTokenOrder(const at::Tensor& stored) const { return store_.ToTokenOrder(lease_, layer_, stored); }
+  at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part) const;
+  at::Tensor ToTokenOrder(const at::Tensor& stored) const { return impress::ToTokenOrder(lease_, layer_, stored); }
   // Read accounting for a selection that used `slots` from the chunks `need`.
   void CountImportant(const at::Tensor& slots, const std::vector<int64_t>& need);
 
@@ -84,7 +84,7 @@ class StoreSource final : public PrefixSource {
   uint8_t first_parts_;  // ChunkPart bits of every layer's first read
   bool speculate_;       // RequestOptions::speculate, where it applies
   int layer_ = -1;       // the layer Begin last took
-  std::vector<PrefixStore::Parts> parts_;  // what the current layer has read
+  std::vector<ChunkParts> parts_;  // what the current layer has read
   // The last gathering layer's. Layer l+1's first read (on another thread)
   // runs between Start(l + 1), after layer l's selection, and Begin(l + 1),
   // which takes that read before layer l+1's selection writes here.

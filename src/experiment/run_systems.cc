@@ -9,6 +9,7 @@
 #include "data/task.h"
 #include "data/workload.h"
 #include "engine/prefix_store.h"
+#include "engine/remote_backend.h"
 #include "engine/reorder_worker.h"
 #include "engine/request.h"
 #include "eval/scorer.h"
@@ -159,7 +160,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixSto
   for (size_t p = 0; p < pool_ids.size(); ++p) {
     ASSIGN_OR_RETURN(const int64_t found, store->Discover(pool_ids[p]));
     adopted += found;
-    if (store->tree().NewChunks(pool_ids[p]) > 0) {
+    if (store->index().tree().NewChunks(pool_ids[p]) > 0) {
       DenseKvCache full(m.config().num_layers);
       m.Forward(pool_ids[p], 0, full);
       RETURN_IF_ERROR(store->Insert(pool_ids[p], full).status());
@@ -246,7 +247,7 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       so.disk_bytes_per_second = o.disk_bw;
       so.probe_layout = system.select.probe_layout;
       so.stored_copies = false;  // every system starts from the pool in token order
-      so.remote = remote.get();
+      if (remote) so.backends.push_back(RemoteBackendFactory(remote.get()));
       run.policy = PolicyName(system.policy);
       ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids, &run.fill));
     }

@@ -1,0 +1,98 @@
+// A place below the caches that holds chunks' parts: the local disk, a shared
+// cluster (docs/design.md, "Backends"). The chunk reader asks the backends in
+// order and the first that holds a (chunk, layer) serves it; none of them is
+// known to the engine beyond this interface.
+//
+// The local disk is the home backend: it holds the index log, and its commit
+// (PrefixStore's) is the unit that survives a crash. Backends below it take
+// what the home backend commits (Put) and may hold prefixes it does not
+// (Discover), which the index then adopts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "cache/tier.h"
+#include "common/status.h"
+#include "store/chunk_store.h"
+
+namespace impress {
+
+// Chunks to hand to a backend. Either original chunks: ids[first..] of the
+// prefix `tokens` (whole chunks from the root; ids[i] is chunk i), or, when
+// `order` is set, a reordered copy of the node whose own chunks are `source`,
+// packed by `order` into the chunks copy_first.. . `kv` holds the keys, values
+// and probe keys of what is put (three tensors per layer, token-major rows
+// [n*C, heads, d] on the host), and stays alive until the put is done.
+struct ChunkPut {
+  std::vector<int32_t> tokens;
+  std::vector<uint64_t> ids;
+  size_t first = 0;
+  std::vector<uint64_t> source;
+  const std::vector<std::vector<int32_t>>* order = nullptr;
+  uint64_t copy_first = 0;
+  std::shared_ptr<const std::vector<at::Tensor>> kv;
+};
+
+class ChunkBackend {
+ public:
+  virtual ~ChunkBackend() = default;
+  // The tier its reads are counted in.
+  virtual Tier tier() const = 0;
+  // Whether it holds the parts of `chunk` in `layer`.
+  virtual bool Holds(uint64_t chunk, int layer) const = 0;
+  // Reads the asked parts of every read into its buffers, as one batch.
+  // NotFound: a chunk's data is gone or damaged in a way the request recovers
+  // from by recomputing; any other error is the run's.
+  virtual Status Read(const std::vector<ChunkRead>& reads) = 0;
+  // Takes `put`; returns at once. `done`, when given, runs once the chunks are
+  // written or have failed (perhaps on the calling thread, before Put returns).
+  virtual void Put(ChunkPut put, std::function<void(const Status&)> done) {
+    if (done) done(Status::InvalidArgument("this backend takes no puts"));
+  }
+  // Learns that the index holds chunks `ids` of `tokens` (from the root, whole
+  // chunks; ids[i] is chunk i), or a reordered copy (`put.order` set, no kv):
+  // at open, so that a backend can name them as its peers do.
+  virtual void Known(const ChunkPut& chunks) {}
+  // How many whole chunks of `tokens` past the first `matched` (the last of
+  // which is `parent`, when matched > 0) it holds, from the first. Those it
+  // found are then adopted: `adopt(n)` returns the ids the index gave them
+  // (an error, or fewer ids, adopts nothing). 0 when it cannot discover.
+  // Errors: adopt's.
+  virtual StatusOr<int64_t> Discover(const std::vector<int32_t>& tokens, int64_t matched, uint64_t parent,
+                                     const std::function<StatusOr<std::vector<uint64_t>>(int64_t)>& adopt) {
+    return int64_t{0};
+  }
+  // Which of `ids` failed a read here (and were not forgotten since): a
+  // request that recomputes them should keep them on the home backend.
+  virtual std::vector<uint64_t> Lost(const std::vector<uint64_t>& ids) const { return {}; }
+  // Takes `ids` off the failed list (kept elsewhere, or no longer named).
+  virtual void ForgetLost(const std::vector<uint64_t>& ids) {}
+};
+
+// What a backend below the disk is made from when a store opens
+// (PrefixStoreOptions::backends).
+struct BackendContext {
+  ChunkGeometry geometry;
+  std::string fingerprint;  // the store's: model, KV dtype, chunk size
+};
+using BackendFactory = std::function<StatusOr<std::unique_ptr<ChunkBackend>>(const BackendContext&)>;
+
+// The local disk as a backend (the home one): its reads.
+class DiskBackend final : public ChunkBackend {
+ public:
+  explicit DiskBackend(ChunkStore* disk) : disk_(disk) {}
+  Tier tier() const override { return Tier::kDisk; }
+  bool Holds(uint64_t chunk, int layer) const override { return disk_->Has(chunk, layer); }
+  Status Read(const std::vector<ChunkRead>& reads) override { return disk_->Read(reads); }
+
+ private:
+  ChunkStore* disk_;
+};
+
+}  // namespace impress

@@ -1,0 +1,135 @@
+#include "engine/chunk_reader.h"
+
+#include <ATen/ATen.h>
+
+#include <array>
+
+#include "common/status.h"
+
+namespace impress {
+
+ChunkReader::ChunkReader(const ChunkReaderOptions& opt, TieredCache* cache, std::vector<ChunkBackend*> backends,
+                         const LoadStream* stream)
+    : opt_(opt), cache_(cache), backends_(std::move(backends)), stream_(stream) {
+  IMPRESS_CHECK(!backends_.empty());
+}
+
+Status ChunkReader::ReadBackends(const std::vector<ChunkRead>& reads, std::vector<Tier>* tiers) {
+  const size_t nb = backends_.size();
+  std::vector<std::vector<ChunkRead>> batch(nb);
+  if (tiers != nullptr) tiers->resize(reads.size());
+  for (size_t j = 0; j < reads.size(); ++j) {
+    size_t b = 0;
+    while (b + 1 < nb && !backends_[b]->Holds(reads[j].chunk_id, reads[j].layer)) ++b;
+    batch[b].push_back(reads[j]);
+    if (tiers != nullptr) (*tiers)[j] = backends_[b]->tier();
+  }
+  for (size_t b = 0; b < nb; ++b)
+    if (!batch[b].empty() || b == 0) RETURN_IF_ERROR(backends_[b]->Read(batch[b]));
+  return Status::OK();
+}
+
+Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const std::vector<uint8_t>& parts,
+                          std::vector<ChunkParts>* out, LoadStats* stats) {
+  IMPRESS_CHECK(parts.size() == chunks.size());
+  out->resize(chunks.size());
+  const ChunkGeometry& g = opt_.geometry;
+  const size_t kb = g.KeyBytes(), pb = g.ProbeBytes();
+  std::vector<size_t> todo;
+  std::vector<uint8_t> need(chunks.size(), 0);
+  std::vector<bool> fresh(chunks.size(), false);  // nothing of it fetched before: counts as one chunk read
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    ChunkParts& p = (*out)[i];
+    uint8_t missing = 0;
+    if ((parts[i] & kKeys) && !p.k.defined()) missing |= kKeys;
+    if ((parts[i] & kValues) && !p.v.defined()) missing |= kValues;
+    if ((parts[i] & kProbeKeys) && !p.probe.defined() && !p.k.defined()) missing |= kProbeKeys;
+    if (!missing) continue;
+    Tier tier;
+    if (!p.k.defined() && !p.v.defined()) {  // untouched: the caches may hold it whole
+      auto hit = cache_->Get(CacheKey(chunks[i], layer), &tier);
+      if (hit) {
+        p.k = hit->k;
+        p.v = hit->v;
+        p.tier = tier;
+        stats->hits[static_cast<int>(tier)]++;
+        stats->bytes[static_cast<int>(tier)] += hit->bytes();
+        stats->chunks++;
+        continue;
+      }
+    }
+    need[i] = missing;
+    fresh[i] = !p.k.defined() && !p.v.defined() && !p.probe.defined();
+    todo.push_back(i);
+  }
+  if (todo.empty()) return Status::OK();
+  const std::vector<int64_t> full = {g.chunk_tokens, g.kv_heads, g.head_dim};
+  const std::vector<int64_t> probe = {g.chunk_tokens, g.probe_kv_heads, g.head_dim};
+  const auto host = at::TensorOptions().dtype(opt_.kv_type).pinned_memory(opt_.device.is_cuda());
+  std::vector<std::array<at::Tensor, 3>> got(todo.size());
+  std::vector<ChunkRead> reads;
+  for (size_t j = 0; j < todo.size(); ++j) {
+    const uint8_t m = need[todo[j]];
+    uint8_t* dst[3] = {nullptr, nullptr, nullptr};
+    for (int part = 0; part < 3; ++part) {
+      if (!(m & (1 << part))) continue;  // ChunkPart: keys, values, probe keys
+      got[j][part] = at::empty(part == 2 ? probe : full, host);
+      dst[part] = static_cast<uint8_t*>(got[j][part].data_ptr());
+    }
+    reads.push_back({chunks[todo[j]], layer, m, dst[0], dst[1], dst[2]});
+  }
+  std::vector<Tier> from;
+  RETURN_IF_ERROR(ReadBackends(reads, &from));
+  TierCounts bytes;
+  for (size_t j = 0; j < todo.size(); ++j) {
+    ChunkParts& p = (*out)[todo[j]];
+    const uint8_t m = need[todo[j]];
+    const Tier tier = from[j];
+    if (m & kKeys) p.k = got[j][0], bytes[tier] += kb;
+    if (m & kValues) p.v = got[j][1], bytes[tier] += kb;
+    if (m & kProbeKeys) p.probe = got[j][2], bytes[tier] += pb;
+    p.tier = tier;
+    if (fresh[todo[j]]) {
+      (tier == Tier::kRemote ? stats->remote_chunks : stats->disk_chunks)++;
+      stats->chunks++;
+    }
+    if (p.k.defined() && p.v.defined()) cache_->Put(CacheKey(chunks[todo[j]], layer), ChunkKv{p.k, p.v});
+  }
+  stats->bytes += bytes;
+  for (Tier t : {Tier::kDisk, Tier::kRemote})
+    if (bytes[t] > 0) cache_->RecordRead(t, bytes[t]);
+  return Status::OK();
+}
+
+Status ChunkReader::LoadLayer(const std::vector<uint64_t>& chunks, int layer, at::Tensor* k, at::Tensor* v,
+                              LoadStats* stats) {
+  std::vector<ChunkParts> parts;
+  RETURN_IF_ERROR(Fetch(chunks, layer, kKeys | kValues, &parts, stats));
+  ObserveWhole(chunks, layer);
+  std::vector<at::Tensor> ks, vs;
+  for (auto& p : parts) {
+    ks.push_back(p.k);
+    vs.push_back(p.v);
+  }
+  *k = StackChunks(ks);
+  *v = StackChunks(vs);
+  return Status::OK();
+}
+
+void ChunkReader::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {
+  if (!cache_->wants_observations()) return;
+  std::vector<std::pair<uint64_t, double>> shares;
+  for (uint64_t c : chunks) shares.push_back({CacheKey(c, layer), 1.0});
+  cache_->Observe(shares);
+}
+
+at::Tensor ChunkReader::StackChunks(const std::vector<at::Tensor>& parts) const {
+  std::vector<at::Tensor> on;
+  for (const auto& p : parts) {
+    stream_->HandOver(p);  // a cached chunk may be made and freed on other streams
+    on.push_back(p.to(opt_.device, /*non_blocking=*/p.is_pinned()));
+  }
+  return at::cat(on, 0).transpose(0, 1).to(opt_.compute_type).contiguous();
+}
+
+}  // namespace impress

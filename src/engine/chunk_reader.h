@@ -1,0 +1,90 @@
+// One read path for a layer's chunks: the tiered cache first, then the
+// backends in order (the first that holds a chunk serves it), each missing
+// part read straight into its tensor, page-locked under CUDA so that copies
+// to the device are asynchronous. A chunk whose keys and values came from a
+// backend is then offered to the cache. Thread-safe (the cache and the
+// backends are).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "cache/tiered_cache.h"
+#include "engine/chunk_backend.h"
+#include "engine/load_stream.h"
+
+namespace impress {
+
+// What one layer's load touched.
+struct LoadStats {
+  int64_t chunks = 0;                // (chunk, layer) pairs served, each counted once
+  TierCounts hits;                   // of those, found in a cache tier (GPU, CPU)
+  int64_t disk_chunks = 0;           // of those, read (in one or more parts) from disk
+  int64_t remote_chunks = 0;         // ... from the remote tier
+  TierCounts bytes;                  // served per tier (GPU, CPU, disk, remote)
+  LoadStats& operator+=(const LoadStats& o) {
+    bytes += o.bytes;
+    hits += o.hits;
+    chunks += o.chunks;
+    disk_chunks += o.disk_chunks;
+    remote_chunks += o.remote_chunks;
+    return *this;
+  }
+};
+
+// Parts of one (chunk, layer) as a selective load gathers them: [C, heads, d]
+// on the host or the GPU tier's device; undefined until fetched.
+struct ChunkParts {
+  at::Tensor k, v, probe;
+  Tier tier = Tier::kDisk;  // where its keys and values came from
+};
+
+struct ChunkReaderOptions {
+  ChunkGeometry geometry;
+  at::ScalarType kv_type = at::kHalf;     // as stored and cached
+  at::Device device = at::kCPU;           // the model's
+  at::ScalarType compute_type = at::kFloat;  // the model's dtype
+};
+
+class ChunkReader {
+ public:
+  // `backends`, in the order they are asked; all outlive the reader.
+  ChunkReader(const ChunkReaderOptions& opt, TieredCache* cache, std::vector<ChunkBackend*> backends,
+              const LoadStream* stream);
+
+  // Makes the parts asked for chunks[i] (`parts[i]`, ChunkPart bits) present
+  // in (*out)[i]: a cached chunk gives keys and values (and probe keys as a
+  // slice of its keys), a missing one is read from the backends, only the
+  // parts asked for. One batch per backend.
+  Status Fetch(const std::vector<uint64_t>& chunks, int layer, const std::vector<uint8_t>& parts,
+               std::vector<ChunkParts>* out, LoadStats* stats);
+  Status Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_t parts, std::vector<ChunkParts>* out,
+               LoadStats* stats) {
+    return Fetch(chunks, layer, std::vector<uint8_t>(chunks.size(), parts), out, stats);
+  }
+  // Keys and values of `chunks` in `layer`, as [kv_heads, n*C, head_dim] on
+  // the model's device and dtype; every token of every chunk counts as used.
+  Status LoadLayer(const std::vector<uint64_t>& chunks, int layer, at::Tensor* k, at::Tensor* v, LoadStats* stats);
+  // Tells the score policy that every token of `chunks` was used (no effect
+  // under LRU and LFU). Every load that is not a selection reports this way.
+  void ObserveWhole(const std::vector<uint64_t>& chunks, int layer);
+  // Chunk parts [C, heads, d] in token order -> [heads, n*C, d] on the
+  // model's device and in its dtype.
+  at::Tensor StackChunks(const std::vector<at::Tensor>& parts) const;
+  // Reads `reads` from the backends: each from the first that holds it (the
+  // last takes what none holds, and reports it). `tiers`, when given, gets
+  // each read's tier.
+  Status ReadBackends(const std::vector<ChunkRead>& reads, std::vector<Tier>* tiers);
+
+  static uint64_t CacheKey(uint64_t chunk, int layer) { return (chunk << 12) | static_cast<uint64_t>(layer); }
+
+ private:
+  ChunkReaderOptions opt_;
+  TieredCache* cache_;
+  std::vector<ChunkBackend*> backends_;
+  const LoadStream* stream_;
+};
+
+}  // namespace impress

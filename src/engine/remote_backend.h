@@ -1,0 +1,56 @@
+// The shared remote tier (remote/remote_store.h) as a chunk backend. It names
+// chunks by content (remote/content_key.h): it keeps the content key of every
+// chunk the index holds that it can name (original chunks from their tokens,
+// reordered copies from their node's last key and packing), so that the
+// index's chunk ids never leave this machine. A read that fails (missing,
+// damaged, unreachable) is NotFound and the chunk is remembered as lost until
+// the home backend keeps it (ChunkBackend::Lost). Thread-safe.
+#pragma once
+
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/chunk_backend.h"
+#include "remote/content_key.h"
+#include "remote/remote_store.h"
+
+namespace impress {
+
+class RemoteBackend final : public ChunkBackend {
+ public:
+  // `remote` outlives the backend; `fingerprint` is the store's (RootKey).
+  RemoteBackend(RemoteStore* remote, const ChunkGeometry& geometry, const std::string& fingerprint);
+
+  Tier tier() const override { return Tier::kRemote; }
+  bool Holds(uint64_t chunk, int layer) const override;
+  Status Read(const std::vector<ChunkRead>& reads) override;
+  // Original chunks go to the writer queue; a reordered copy is waited for
+  // (readers must find all of it once it is installed) and named only once written.
+  void Put(ChunkPut put, std::function<void(const Status&)> done) override;
+  void Known(const ChunkPut& chunks) override;
+  StatusOr<int64_t> Discover(const std::vector<int32_t>& tokens, int64_t matched, uint64_t parent,
+                             const std::function<StatusOr<std::vector<uint64_t>>(int64_t)>& adopt) override;
+  std::vector<uint64_t> Lost(const std::vector<uint64_t>& ids) const override;
+  void ForgetLost(const std::vector<uint64_t>& ids) override;
+
+ private:
+  bool KeyOf(uint64_t id, ContentKey* key) const;
+  void Record(const std::vector<uint64_t>& ids, const std::vector<ContentKey>& keys);
+  // Chunk i (rows i*C..) of `owner`'s keys, values and probe keys, as published.
+  RemoteStore::Chunk Chunk(const std::shared_ptr<const std::vector<at::Tensor>>& owner, int64_t i,
+                           const ContentKey& key, const ContentKey& parent, std::vector<int32_t> tokens) const;
+  void PutCopy(const ChunkPut& put, const std::function<void(const Status&)>& done);
+
+  RemoteStore* remote_;
+  ChunkGeometry geo_;
+  ContentKey root_;
+  mutable std::mutex mu_;  // a leaf lock
+  std::unordered_map<uint64_t, ContentKey> keys_;  // GUARDED_BY(mu_)
+  std::unordered_set<uint64_t> lost_;              // GUARDED_BY(mu_)
+};
+
+// Makes a RemoteBackend over `remote` (which outlives every store made with it).
+BackendFactory RemoteBackendFactory(RemoteStore* remote);
+
+}  // namespace impress

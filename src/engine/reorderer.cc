@@ -1,0 +1,179 @@
+#include "engine/reorderer.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "engine/store_log.h"
+
+namespace impress {
+
+ReorderPlan PlanReorder(const std::vector<std::vector<float>>& history, int64_t n, int chunk_tokens,
+                        const ReorderedChunks* current) {
+  const int64_t c = chunk_tokens;
+  ReorderPlan plan;
+  plan.order.resize(history.size());
+  for (size_t l = 0; l < history.size(); ++l) {
+    const std::vector<float>& h = history[l];
+    std::vector<int32_t>& o = plan.order[l];
+    o.resize(n * c);
+    std::iota(o.begin(), o.end(), 0);
+    std::stable_sort(o.begin(), o.end(), [&](int32_t a, int32_t b) { return h[a] > h[b]; });
+    for (int64_t i = 0; i < n; ++i) std::sort(o.begin() + i * c, o.begin() + (i + 1) * c);
+    // Chunk each token is in now (token order when there is no copy) vs in the new order.
+    std::vector<int64_t> was(n * c);
+    for (int64_t s = 0; s < n * c; ++s) was[current ? current->order[l][s] : s] = s / c;
+    for (int64_t s = 0; s < n * c; ++s) plan.moved += was[o[s]] != s / c;
+  }
+  return plan;
+}
+
+Status Reorderer::Pass(const ReorderOptions& opt, ReorderStats* stats) {
+  std::vector<Candidate> todo;
+  {
+    std::lock_guard<OwnedMutex> lock(ctx_.index->mu());
+    for (RadixTree::Node* n : ctx_.index->tree().Nodes()) {
+      stats->nodes_examined++;
+      if (n->history_n < opt.min_history || n->history.empty()) continue;
+      todo.push_back({ctx_.index->tree().PathTo(n), n->chunks, n->history, n->reordered});
+    }
+  }
+  const ChunkGeometry& g = ctx_.geometry;
+  for (Candidate& cand : todo) {
+    const int64_t n = static_cast<int64_t>(cand.source.size());
+    ReorderPlan plan = PlanReorder(cand.history, n, g.chunk_tokens, cand.current.get());
+    if (plan.moved < opt.min_moved * static_cast<double>(n * g.chunk_tokens * g.layers)) continue;
+    uint64_t first;
+    {
+      std::lock_guard<OwnedMutex> lock(ctx_.index->mu());
+      first = ctx_.index->tree().ReserveChunkIds(static_cast<size_t>(n));
+    }
+    std::vector<ChunkWrite> writes;
+    std::vector<at::Tensor> keep;
+    ASSIGN_OR_RETURN(const bool packed, Repack(cand, plan.order, first, &writes, &keep, stats));
+    if (!packed) continue;
+    std::shared_ptr<const ReorderedChunks> copy;
+    ASSIGN_OR_RETURN(const bool installed, CommitAndInstall(cand, plan, first, writes, keep, &copy, stats));
+    if (installed) stats->nodes_reordered++;
+  }
+  return Status::OK();
+}
+
+StatusOr<bool> Reorderer::Repack(const Candidate& cand, const std::vector<std::vector<int32_t>>& order, uint64_t first,
+                                 std::vector<ChunkWrite>* writes, std::vector<at::Tensor>* keep, ReorderStats* stats) {
+  const ChunkGeometry& g = ctx_.geometry;
+  const int64_t n = static_cast<int64_t>(cand.source.size()), c = g.chunk_tokens;
+  const size_t kb = g.KeyBytes(), row = kb / c, probe_row = g.ProbeBytes() / c;
+  const auto opts = at::TensorOptions().dtype(ctx_.kv_type);
+  for (int l = 0; l < g.layers; ++l) {
+    // The node's original chunks, read from the backends (not through the
+    // caches, whose counters belong to the requests).
+    at::Tensor k = at::empty({n * c, g.kv_heads, g.head_dim}, opts);
+    at::Tensor v = at::empty_like(k);
+    std::vector<ChunkRead> reads;
+    for (int64_t i = 0; i < n; ++i)
+      reads.push_back({cand.source[i], l, kKeys | kValues, static_cast<uint8_t*>(k.data_ptr()) + i * kb,
+                       static_cast<uint8_t*>(v.data_ptr()) + i * kb, nullptr});
+    const Status read = ctx_.reader->ReadBackends(reads, nullptr);
+    if (read.IsNotFound()) {  // a chunk gone from a backend below: the node stays as it is
+      stats->housekeeping_failures++;
+      return false;
+    }
+    RETURN_IF_ERROR(read);
+    stats->bytes_read += 2 * n * static_cast<int64_t>(kb);
+    // Token-major rows: slot s of the copy is token order[l][s] of the node.
+    at::Tensor k2 = at::empty_like(k), v2 = at::empty_like(v);
+    at::Tensor p2 = at::empty({n * c, g.probe_kv_heads, g.head_dim}, opts);
+    auto* ks = static_cast<uint8_t*>(k.data_ptr());
+    auto* vs = static_cast<uint8_t*>(v.data_ptr());
+    for (int64_t s2 = 0; s2 < n * c; ++s2) {
+      const int64_t t = order[l][s2];
+      std::memcpy(static_cast<uint8_t*>(k2.data_ptr()) + s2 * row, ks + t * row, row);
+      std::memcpy(static_cast<uint8_t*>(v2.data_ptr()) + s2 * row, vs + t * row, row);
+      std::memcpy(static_cast<uint8_t*>(p2.data_ptr()) + s2 * probe_row, ks + t * row, probe_row);  // the first heads' keys
+    }
+    keep->insert(keep->end(), {k2, v2, p2});
+    for (int64_t i = 0; i < n; ++i)
+      writes->push_back({first + static_cast<uint64_t>(i), l, k2[i * c].data_ptr(), v2[i * c].data_ptr(),
+                         p2[i * c].data_ptr()});
+  }
+  return true;
+}
+
+StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& plan, uint64_t first,
+                                           const std::vector<ChunkWrite>& writes, const std::vector<at::Tensor>& keep,
+                                           std::shared_ptr<const ReorderedChunks>* out, ReorderStats* stats) {
+  const ChunkGeometry& g = ctx_.geometry;
+  const int64_t n = static_cast<int64_t>(cand.source.size());
+  bool on_disk = ctx_.below == nullptr;
+  for (uint64_t id : cand.source) on_disk = on_disk || ctx_.disk->Has(id, 0);
+  if (!on_disk) {
+    // A node this machine reads from below keeps its copy there too: the
+    // local disk holds only what this machine computed.
+    ChunkPut put;
+    put.source = cand.source, put.order = &plan.order, put.copy_first = first;
+    put.kv = std::make_shared<const std::vector<at::Tensor>>(keep);
+    Status written;
+    ctx_.below->Put(std::move(put), [&](const Status& s) { written = s; });
+    if (!written.ok()) {
+      stats->housekeeping_failures++;
+      return false;
+    }
+  }
+  auto copy = std::make_shared<ReorderedChunks>();
+  for (int64_t i = 0; i < n; ++i) copy->chunks.push_back(first + static_cast<uint64_t>(i));
+  std::lock_guard<std::mutex> commit(*ctx_.commit_mu);
+  const std::string record = ReorderRecord(cand.path, cand.source, first, plan.order);
+  RETURN_IF_ERROR(ctx_.disk->Commit(on_disk ? writes : std::vector<ChunkWrite>{}, record));
+  stats->chunks_written += static_cast<int64_t>(writes.size());
+  stats->bytes_written += static_cast<int64_t>(writes.size() * (2 * g.KeyBytes() + g.ProbeBytes()));
+  copy->order = std::move(plan.order);
+  std::lock_guard<OwnedMutex> lock(ctx_.index->mu());
+  if (!InstallCopy(cand.path, cand.source, copy, g.layers, &ctx_.index->tree())) {
+    ctx_.index->AddUnfreedLocked(copy->chunks);  // a split since made it stale: nothing reads it
+    return false;
+  }
+  RecacheLocked(cand, *copy, keep, stats);
+  *out = copy;
+  return true;
+}
+
+void Reorderer::RecacheLocked(const Candidate& cand, const ReorderedChunks& copy, const std::vector<at::Tensor>& keep,
+                              ReorderStats* stats) {
+  const ChunkGeometry& g = ctx_.geometry;
+  const int64_t n = static_cast<int64_t>(cand.source.size()), c = g.chunk_tokens;
+  const size_t kb = g.KeyBytes();
+  const auto opts = at::TensorOptions().dtype(ctx_.kv_type);
+  std::vector<uint64_t> old = cand.source;
+  if (cand.current) old.insert(old.end(), cand.current->chunks.begin(), cand.current->chunks.end());
+  // Per layer, how many of the old chunks were cached in the GPU and the CPU tier; drops them.
+  std::vector<std::array<int64_t, 2>> cached(g.layers, {0, 0});
+  for (int l = 0; l < g.layers; ++l) {
+    for (uint64_t id : old) {
+      const Tier t = ctx_.cache->Where(ChunkReader::CacheKey(id, l));
+      if (t == Tier::kDisk) continue;
+      cached[l][static_cast<int>(t)]++;
+      ctx_.cache->Erase(ChunkReader::CacheKey(id, l));
+    }
+  }
+  // The node's share of each tier goes to the copy's most important chunks,
+  // and so do its best scores.
+  for (int l = 0; l < g.layers; ++l) {
+    std::vector<uint64_t> from, to;
+    for (uint64_t id : cand.current ? cand.current->chunks : cand.source) from.push_back(ChunkReader::CacheKey(id, l));
+    for (uint64_t id : copy.chunks) to.push_back(ChunkReader::CacheKey(id, l));
+    ctx_.cache->TransferScores(from, to);
+    const int64_t gpu = std::min(cached[l][0], n), cpu = std::min(cached[l][1], n - gpu);
+    for (int64_t i = 0; i < gpu + cpu; ++i) {
+      ChunkKv kv{at::empty({c, g.kv_heads, g.head_dim}, opts), at::empty({c, g.kv_heads, g.head_dim}, opts)};
+      std::memcpy(kv.k.data_ptr(), static_cast<uint8_t*>(keep[3 * l].data_ptr()) + i * kb, kb);
+      std::memcpy(kv.v.data_ptr(), static_cast<uint8_t*>(keep[3 * l + 1].data_ptr()) + i * kb, kb);
+      ctx_.cache->PutIn(ChunkReader::CacheKey(copy.chunks[i], l), kv, i < gpu ? Tier::kGpu : Tier::kCpu);
+    }
+    stats->chunks_recached += gpu + cpu;
+  }
+}
+
+}  // namespace impress

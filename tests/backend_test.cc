@@ -1,0 +1,211 @@
+// Backends below the caches (engine/chunk_backend.h) and the store's locking
+// contract: the reorder plan against the paper's definition without a store;
+// a backend the engine knows only through the interface (an in-memory one
+// here) serves a prefix another store computed, with the same logits; and no
+// fsync or backend call runs with the index's mutex held.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "engine/chunk_backend.h"
+#include "engine/prefix_store.h"
+#include "engine/reorderer.h"
+#include "engine/request.h"
+#include "model/model.h"
+#include "model_store_fixture.h"
+
+namespace impress {
+namespace {
+
+using testing::TempDir;
+
+// PAPER.md section 2: tokens go to chunks by descending importance, and
+// inside a chunk stay in token order.
+TEST(ReorderPlan, MostImportantFirstTokenOrderInsideAChunk) {
+  const std::vector<std::vector<float>> history = {{0, 5, 1, 7, 2, 6, 3, 4}, {8, 7, 6, 5, 4, 3, 2, 1}};
+  ReorderPlan plan = PlanReorder(history, 2, 4, nullptr);
+  ASSERT_EQ(plan.order.size(), 2u);
+  EXPECT_EQ(plan.order[0], (std::vector<int32_t>{1, 3, 5, 7, 0, 2, 4, 6}));
+  EXPECT_EQ(plan.order[1], (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(plan.moved, 4);  // tokens 5, 7 up and 0, 2 down in layer 0; layer 1 stays
+  // Against the copy it made, the same history moves nothing.
+  ReorderedChunks current{{10, 11}, plan.order};
+  EXPECT_EQ(PlanReorder(history, 2, 4, &current).moved, 0);
+}
+
+// Whether the watched index mutexes are held where I/O happens.
+struct LockWatch {
+  std::vector<const OwnedMutex*> index;
+  std::atomic<int> io{0}, under_lock{0};
+  void Check() {
+    io++;
+    for (const OwnedMutex* m : index)
+      if (m->HeldByMe()) under_lock++;
+  }
+};
+
+class WatchedFile : public FileWrapper {
+ public:
+  WatchedFile(std::unique_ptr<File> f, LockWatch* w) : FileWrapper(std::move(f)), w_(w) {}
+  Status Sync() override {
+    w_->Check();
+    return FileWrapper::Sync();
+  }
+
+ private:
+  LockWatch* w_;
+};
+
+class WatchedEnv : public EnvWrapper {
+ public:
+  WatchedEnv(LockWatch* w) : EnvWrapper(Env::Default()), w_(w) {}
+  StatusOr<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<File> f, target()->Open(path, mode));
+    return std::unique_ptr<File>(new WatchedFile(std::move(f), w_));
+  }
+  Status SyncDir(const std::string& dir) override {
+    w_->Check();
+    return target()->SyncDir(dir);
+  }
+
+ private:
+  LockWatch* w_;
+};
+
+// An in-memory backend shared by several stores: chunks named by their
+// tokens from the root, parts copied in and out.
+struct MemoryChunks {
+  std::mutex mu;
+  std::map<std::vector<int32_t>, std::vector<std::array<std::vector<uint8_t>, 3>>> chunks;  // per layer: k, v, probe
+};
+
+class MemoryBackend final : public ChunkBackend {
+ public:
+  MemoryBackend(std::shared_ptr<MemoryChunks> m, const ChunkGeometry& g, LockWatch* w) : m_(m), g_(g), w_(w) {}
+  Tier tier() const override { return Tier::kRemote; }
+  bool Holds(uint64_t chunk, int layer) const override {
+    std::lock_guard<std::mutex> lock(m_->mu);
+    return names_.count(chunk) > 0;
+  }
+  Status Read(const std::vector<ChunkRead>& reads) override {
+    w_->Check();
+    std::lock_guard<std::mutex> lock(m_->mu);
+    for (const ChunkRead& r : reads) {
+      auto name = names_.find(r.chunk_id);
+      if (name == names_.end()) return Status::NotFound("memory: chunk " + std::to_string(r.chunk_id));
+      const auto& parts = m_->chunks.at(name->second)[r.layer];
+      void* dst[3] = {r.keys, r.values, r.probe};
+      for (int p = 0; p < 3; ++p)
+        if (r.parts & (1 << p)) std::memcpy(dst[p], parts[p].data(), parts[p].size());
+    }
+    return Status::OK();
+  }
+  void Put(ChunkPut put, std::function<void(const Status&)> done) override {
+    w_->Check();
+    if (put.order != nullptr) {  // reordered copies stay where they were made
+      if (done) done(Status::IOError("memory: no copies"));
+      return;
+    }
+    const size_t c = g_.chunk_tokens;
+    const size_t bytes[3] = {g_.KeyBytes(), g_.KeyBytes(), g_.ProbeBytes()};
+    std::lock_guard<std::mutex> lock(m_->mu);
+    for (size_t i = put.first; i < put.ids.size(); ++i) {
+      std::vector<int32_t> name(put.tokens.begin(), put.tokens.begin() + (i + 1) * c);
+      auto& layers = m_->chunks[name];
+      layers.resize(g_.layers);
+      for (int l = 0; l < g_.layers; ++l)
+        for (int p = 0; p < 3; ++p) {
+          const auto* src = static_cast<const uint8_t*>((*put.kv)[3 * l + p][(i - put.first) * c].data_ptr());
+          layers[l][p].assign(src, src + bytes[p]);
+        }
+      names_[put.ids[i]] = name;
+    }
+    if (done) done(Status::OK());
+  }
+  StatusOr<int64_t> Discover(const std::vector<int32_t>& tokens, int64_t matched, uint64_t parent,
+                             const std::function<StatusOr<std::vector<uint64_t>>(int64_t)>& adopt) override {
+    w_->Check();
+    const size_t c = g_.chunk_tokens;
+    int64_t found = 0;
+    {
+      std::lock_guard<std::mutex> lock(m_->mu);
+      while ((matched + found + 1) * c <= tokens.size() &&
+             m_->chunks.count(std::vector<int32_t>(tokens.begin(), tokens.begin() + (matched + found + 1) * c)))
+        found++;
+    }
+    if (found == 0) return int64_t{0};
+    ASSIGN_OR_RETURN(std::vector<uint64_t> ids, adopt(found));
+    std::lock_guard<std::mutex> lock(m_->mu);
+    for (int64_t i = 0; i < static_cast<int64_t>(ids.size()); ++i)
+      names_[ids[i]] = std::vector<int32_t>(tokens.begin(), tokens.begin() + (matched + i + 1) * c);
+    return found;
+  }
+  std::atomic<int>* reads = nullptr;
+
+ private:
+  std::shared_ptr<MemoryChunks> m_;
+  ChunkGeometry g_;
+  LockWatch* w_;
+  std::map<uint64_t, std::vector<int32_t>> names_;  // GUARDED_BY(m_->mu)
+};
+
+class BackendTest : public testing::ModelStoreTest {
+ protected:
+  at::Tensor Run(const char* system, PrefixStore* store, const std::vector<int32_t>& ctx, int64_t storable,
+                 RequestTrace* t) {
+    std::unique_ptr<RewindableKv> kv;
+    auto r = RunRequest(*ParseSystem(system, 0.25), *model_, store, ctx, storable, &kv, t);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : at::Tensor();
+  }
+};
+
+TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndexMutex) {
+  LockWatch watch;
+  WatchedEnv env(&watch);
+  auto shared = std::make_shared<MemoryChunks>();
+  auto open = [&](const std::string& dir) {
+    PrefixStoreOptions o = Options(dir);
+    o.env = &env;
+    o.backends.push_back([&](const BackendContext& ctx) -> StatusOr<std::unique_ptr<ChunkBackend>> {
+      return std::unique_ptr<ChunkBackend>(new MemoryBackend(shared, ctx.geometry, &watch));
+    });
+    auto s = PrefixStore::Open(*model_, o);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    watch.index.push_back(&(*s)->index().mu());
+    return std::move(*s);
+  };
+  TempDir a_dir, b_dir;
+  auto a = open(a_dir.path());
+  const std::vector<int32_t> prefix = Tokens(96, 3);
+  std::vector<int32_t> ctx = prefix;
+  for (int32_t t : Tokens(7, 40)) ctx.push_back(t);
+  RequestTrace first, warm, again;
+  Run("as", a.get(), prefix, 96, &first);  // computes and stores 6 chunks, hands them below
+  for (const char* system : {"impress-itf-ro", "impress-itf-ro", "impress-itf-ro"}) Run(system, a.get(), ctx, 96, &warm);
+  ReorderStats stats;
+  ASSERT_TRUE(a->Reorder({}, &stats).ok());
+  EXPECT_EQ(stats.nodes_reordered, 1);
+  const at::Tensor want = Run("impress-itf", a.get(), ctx, 96, &again);
+
+  auto b = open(b_dir.path());  // an empty store: everything comes from the memory backend
+  RequestTrace got_trace;
+  const at::Tensor got = Run("impress-itf", b.get(), ctx, 96, &got_trace);
+  EXPECT_EQ(got_trace.reused_tokens, 96);
+  EXPECT_GT(got_trace.load.remote_chunks, 0);
+  EXPECT_EQ(got_trace.load.disk_chunks, 0);
+  EXPECT_EQ(b->disk().chunk_count(), 0u);  // adopted by a record, the data left below
+  EXPECT_TRUE(got.allclose(want, 1e-5, 1e-5)) << (got - want).abs().max().item<float>();
+  EXPECT_GT(watch.io.load(), 10);
+  EXPECT_EQ(watch.under_lock.load(), 0) << "fsyncs or backend calls with the index mutex held";
+}
+
+INSTANTIATE_TEST_SUITE_P(Checkpoints, BackendTest, ::testing::Values("tiny-llama-gqa", "tiny-opt-preln"),
+                         testing::ParamName);
+
+}  // namespace
+}  // namespace impress
