@@ -106,7 +106,6 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--store", c->store, "chunk store directory (kept across runs)");
   cmd->add_option("--remote", c->remote,
                   "redis://HOST:PORT[,HOST:PORT...]: a Redis Cluster as a shared tier below the disk (docs/remote.md)");
-  cmd->add_option("--backend-dir", c->backend_dir, "a toy backend below the disk: chunk parts as files in DIR");
   cmd->add_option("--remote-bw", o->remote_bw, "cap remote-tier reads at this many bytes/s (0: none)");
   cmd->add_option("--probe-layout", c->probe_layout,
                   "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head; the store "

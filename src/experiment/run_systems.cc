@@ -9,7 +9,6 @@
 #include "data/task.h"
 #include "data/workload.h"
 #include "engine/prefix_store.h"
-#include "engine/dir_backend.h"
 #include "engine/remote_backend.h"
 #include "engine/reorder_worker.h"
 #include "engine/request.h"
@@ -249,7 +248,6 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       so.probe_layout = system.select.probe_layout;
       so.stored_copies = false;  // every system starts from the pool in token order
       if (remote) so.backends.push_back(RemoteBackendFactory(remote.get()));
-      if (!o.backend_dir.empty()) so.backends.push_back(DirBackendFactory(o.backend_dir));
       run.policy = PolicyName(system.policy);
       ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids, &run.fill));
     }

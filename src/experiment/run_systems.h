@@ -41,7 +41,6 @@ struct RunConfig {
   int reorder_every = 0;                           // RO systems: background pass every N requests (0: never)
   std::string remote;                              // redis://HOST:PORT[,...]: the shared tier below the disk (empty: none)
   double remote_bw = 0;                            // bytes/s cap on remote reads (0: none)
-  std::string backend_dir;                         // a toy backend below the disk: a directory of chunk-part files
 
   // Every field: the result's "config" and what identifies a run (the
   // figures' memo key), so that a new field cannot be left out of either.
