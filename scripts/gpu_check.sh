@@ -59,7 +59,7 @@ for task in piqa rte; do
   step "impress run on $device, $task: all seven systems"
   rm -rf "/tmp/gpu-store-$task"
   limit 150 build-gpu/impress run --model "$model" --task "$task" --data data "${scale[@]}" --store "/tmp/gpu-store-$task" \
-    --device "$device" --dtype "$dtype" --system recomp,as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress \
+    --device "$device" --dtype "$dtype" --system "$(build-gpu/impress run --list-systems | paste -sd,)" \
     --json "$out/run_$task.json" >"$out/run_$task.md"
   head -12 "$out/run_$task.md"
 done

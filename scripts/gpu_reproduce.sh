@@ -51,6 +51,6 @@ grep -H "^Machine:" "$out"/figures/*.md  # each figure's machine, date and secon
 
 step "plots and paper vs project"
 python3 scripts/plot.py "$out/figures" || echo "(no plots: matplotlib missing?)"
-python3 scripts/paper_vs_project.py "$out/figures" | tee "$out/summary.md"
+python3 scripts/paper_vs_project.py "$out/figures" build-gpu/impress | tee "$out/summary.md"
 step done
 save

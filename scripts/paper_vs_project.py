@@ -2,10 +2,12 @@
 """The "paper vs this project" table: one row per figure, the paper's claim
 beside the headline of our run, computed from the figures' JSON.
 
-Usage: scripts/paper_vs_project.py [results/figures] > results/figures/paper_vs_project.md
+Usage: scripts/paper_vs_project.py [results/figures [build/impress]] > results/figures/paper_vs_project.md
+(the figure names and their order come from `impress reproduce --list`)
 """
 import json
 import os
+import subprocess
 import sys
 
 
@@ -96,15 +98,13 @@ def headline(name, f):
     return ""
 
 
-NAMES = ["io-share", "head-jaccard", "similarity-ratio", "chunk-importance", "fig15", "fig16", "fig17", "tail",
-         "fig18", "fig19", "fig20", "fig21", "fig22", "fig23", "fig24", "fig25"]
-
-
 def main(args):
     d = args[0] if args else "results/figures"
+    impress = args[1] if len(args) > 1 else "build/impress"
+    names = subprocess.run([impress, "reproduce", "--list"], check=True, capture_output=True, text=True).stdout.split()
     print("| figure | paper | this project | command |")
     print("|---|---|---|---|")
-    for name in NAMES:
+    for name in names:
         f = load(d, name)
         if f is None:
             continue

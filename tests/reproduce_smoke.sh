@@ -13,11 +13,10 @@ OMP_NUM_THREADS=1 "$bin" reproduce all --model "$(model tiny-llama-gqa)" --model
   --out "$tmp/figs" --store "$tmp/stores" --data "$data" --tasks piqa,copa --task piqa --prefixes 2 \
   --prefix-tokens 96 --requests 2 --warmup 2 --gpu-cache 128K --cpu-cache 256K --disk-bw 0 --h2d-bw 0 \
   --docs 3 --shots 1 --analysis-docs 2 --retention 1,0.25 --alpha 0,0.6 --chunk 16,32 --pool 2,3 >"$tmp/out"
-python3 - "$tmp/figs" <<'PY'
+python3 - "$tmp/figs" $("$bin" reproduce --list) <<'PY'
 import csv, json, os, sys
-d = sys.argv[1]
-names = ["io-share", "head-jaccard", "similarity-ratio", "chunk-importance", "fig15", "fig16", "fig17", "tail",
-         "fig18", "fig19", "fig20", "fig21", "fig22", "fig23", "fig24", "fig25"]
+d, names = sys.argv[1], sys.argv[2:]
+assert len(names) == 16, names
 for n in names:
     j = json.load(open(os.path.join(d, n + ".json")))
     assert j["name"] == n and j["rows"], n

@@ -27,6 +27,7 @@ namespace {
 struct ReproduceOptions {
   std::vector<std::string> names;
   std::vector<std::string> models;
+  bool list = false;
   std::string out = "results/figures", store = "stores", data = "data";
   std::string tasks = "piqa,rte,copa,openbookqa";
   TierFlags tiers{"16M", "32M", "128M", "640M"};
@@ -166,6 +167,12 @@ std::string Markdown(const Figure& f, const std::string& command, const nlohmann
 }
 
 int RunReproduce(ReproduceOptions o) {
+  if (o.list) {
+    for (const std::string& name : FigureRunner::Names()) std::printf("%s\n", name.c_str());
+    return 0;
+  }
+  if (o.names.empty()) return Fail(Status::InvalidArgument("name a figure, or all (--list prints them)"));
+  if (o.models.empty()) return Fail(Status::InvalidArgument("--model is required"));
   ApplyRuntimeFlags(o.runtime);
   std::vector<std::string> names;
   for (const auto& n : o.names) {
@@ -228,9 +235,9 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   FigureScale* s = &o->scale;
   CLI::App* cmd = app.add_subcommand("reproduce", "The paper's figures: NAME.json, .csv and .md per figure under --out");
   cmd->option_defaults()->always_capture_default();  // --help shows each default
-  cmd->add_option("names", o->names, "figures: " + Join(FigureRunner::Names(), ", ") + ", or all")->required();
-  cmd->add_option("--model", o->models, "Hugging Face model directory; repeat for fig25 (the others use the first)")
-      ->required();
+  cmd->add_option("names", o->names, "figures: " + Join(FigureRunner::Names(), ", ") + ", or all");
+  cmd->add_flag("--list", o->list, "print the figure names, one per line, and exit");
+  cmd->add_option("--model", o->models, "Hugging Face model directory (required); repeat for fig25 (the others use the first)");
   cmd->add_option("--out", o->out, "folder for the figures' files");
   cmd->add_option("--store", o->store, "folder for the chunk stores (one per model and chunk size)");
   cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl (make data)");

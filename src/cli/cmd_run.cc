@@ -24,12 +24,18 @@ struct RunOptions {
   RunConfig config;
   SweepAxes axes;
   bool no_prefetch = false;
+  bool list_systems = false;
   std::string json_path;
   std::string remote_bw = "0";
   RuntimeFlags runtime;
 };
 
 int RunRun(RunOptions o) {
+  if (o.list_systems) {
+    for (const std::string& name : SystemNames()) std::printf("%s\n", name.c_str());
+    return 0;
+  }
+  if (o.model.empty()) return Fail(Status::InvalidArgument("--model is required"));
   ApplyRuntimeFlags(o.runtime);
   RunConfig& c = o.config;
   c.systems = SplitList(o.systems);
@@ -95,7 +101,8 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   RunConfig* c = &o->config;
   CLI::App* cmd = app.add_subcommand("run", "Request stream over a prefix pool: TTFT, I/O and accuracy per system");
   cmd->option_defaults()->always_capture_default();  // --help shows each default
-  cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
+  cmd->add_option("--model", o->model, "Hugging Face model directory (required)");
+  cmd->add_flag("--list-systems", o->list_systems, "print the system names, one per line, and exit");
   cmd->add_option("--task", c->task, "piqa, rte, copa or openbookqa");
   cmd->add_option("--system", o->systems, "comma-separated: " + JoinNames(SystemNames()));
   AddSweepOptions(cmd, &o->axes, true);

@@ -7,6 +7,7 @@
 
 #include "data/task.h"
 #include "data/workload.h"
+#include "engine/systems.h"
 #include "experiment/head_analysis.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -18,9 +19,8 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-// Every system, in the order the ablation adds IMPRESS's parts.
-const std::vector<std::string> kAllSystems = {"recomp", "as", "h2o-lru", "h2o-lfu",
-                                              "impress-itf", "impress-itf-ro", "impress"};
+// Every system, in the order the ablation adds IMPRESS's parts (the system table's).
+const std::vector<std::string>& kAllSystems = SystemNames();
 
 // The paper's TTFT retention: 50% for COPA, 25% for the others.
 double TtftRetention(const std::string& task) { return task == "copa" ? 0.5 : 0.25; }
