@@ -92,6 +92,18 @@ expect "unknown ITF unit" "--itf-unit: bogus not in {token,chunk} (--help lists 
 expect "chunk of 0 tokens" "--chunk: must be a positive number, not '0' (--help lists the options)" -- run --model "$src" --chunk 16,0
 expect "unknown option" "The following argument was not expected: --bogus" -- run --model "$src" --bogus
 expect "speculation without read-ahead" "--no-prefetch excludes --speculate" -- run --model "$src" --speculate --no-prefetch
+expect "run without a model" "--model is required" -- run --task piqa
+expect "reproduce without a figure" "name a figure, or all (--list prints them)" -- reproduce --model "$src"
+expect "reproduce without a model" "--model is required" -- reproduce fig16
+
+# The name lists the scripts read: the system table's and the figure runner's, one per line.
+systems=$("$bin" run --list-systems | paste -sd,)
+figures=$("$bin" reproduce --list | wc -l)
+if [ "$systems" = "recomp,as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress" ] && [ "$figures" -eq 16 ]; then
+  passed=$((passed + 1))
+else
+  echo "FAIL name lists: systems '$systems', $figures figures"; failures=$((failures + 1))
+fi
 
 echo "cli_errors: $passed passed, $failures failed"
 [ "$failures" -eq 0 ]
