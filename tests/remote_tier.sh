@@ -142,8 +142,11 @@ failed = [i for i, x in enumerate(k["per_request"]) if x["recomputed_after_error
 assert failed, "no request saw the failure"
 after = [x for x in k["per_request"][failed[-1] + 1:] if x["remote_bytes"] > 0]
 assert after, "no remote hits after the replica took over"
-print("remote_tier: master killed: %d read errors, %d requests recomputed, %d later requests read %.1f MB remotely, answers identical"
-      % (k["remote"]["read_errors"], len(failed), len(after), sum(x["remote_bytes"] for x in after) / 1e6))
+# The client saw the node go and read the slot map again until a replica served its slots.
+assert k["remote"]["slot_reloads"] > 0, ("no slot-map reload counted", k["remote"])
+print("remote_tier: master killed: %d read errors, %d requests recomputed, %d later requests read %.1f MB remotely, answers identical; %d slot-map reloads, %d timeouts, %d reconnects, %d MOVED"
+      % (k["remote"]["read_errors"], len(failed), len(after), sum(x["remote_bytes"] for x in after) / 1e6,
+         k["remote"]["slot_reloads"], k["remote"]["timeouts"], k["remote"]["reconnects"], k["remote"]["moved"]))
 PY
 redis-cli -p "$base" cluster nodes | grep -q "127.0.0.1:$((base + 1))@[0-9]* master,fail"  # and a replica serves its slots
 

@@ -349,17 +349,19 @@ void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
   if (!c.value("remote", std::string()).empty()) {
     std::fprintf(out, "\nremote tier %s (read cap %s):\n", c["remote"].get<std::string>().c_str(),
                  Size(c["remote_bw"].get<double>()).c_str());
-    std::fprintf(out, "| system | MB remote | chunks from remote | parts missing | corrupt | read errors | recomputed requests | adopted chunks | computed prefixes | chunks published |\n");
-    std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|\n");
+    std::fprintf(out, "| system | MB remote | chunks from remote | parts missing | corrupt | read errors | recomputed requests | adopted chunks | computed prefixes | chunks published | MOVED | ASK | slot reloads | reconnects | timeouts |\n");
+    std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const auto& r : result["runs"]) {
       if (!r.contains("remote") || !r.contains("fill")) continue;  // systems that do not reuse KV
       const auto& x = r["remote"];
       const auto& f = r["fill"];
-      std::fprintf(out, "| %s | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld |\n", r["system"].get<std::string>().c_str(),
+      std::fprintf(out, "| %s | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld |\n", r["system"].get<std::string>().c_str(),
                    r["bytes_read"]["remote"].get<double>() / 1e6, r["remote_chunks_read"].get<long long>(),
                    x["parts_missing"].get<long long>(), x["parts_corrupt"].get<long long>(), x["read_errors"].get<long long>(),
                    r["recomputed_after_error"].get<long long>(), f["adopted_chunks"].get<long long>(),
-                   f["computed_prefixes"].get<long long>(), x["chunks_written"].get<long long>());
+                   f["computed_prefixes"].get<long long>(), x["chunks_written"].get<long long>(),
+                   x["moved"].get<long long>(), x["ask"].get<long long>(), x["slot_reloads"].get<long long>(),
+                   x["reconnects"].get<long long>(), x["timeouts"].get<long long>());
     }
   }
   // Speculative K/V reads: how many, and how many the selection then needed.

@@ -114,13 +114,22 @@ redisContext* RedisCluster::Conn(int node, Status* error) {
   if (n.ctx) return n.ctx;
   redisContext* ctx = redisConnectWithTimeout(n.host.c_str(), n.port, Timeval(opt_.timeout_ms));
   if (ctx == nullptr || ctx->err) {
+    if (ctx) CountTimeout(ctx);
     *error = Status::IOError(Address(n.host, n.port) + ": cannot connect: " + (ctx ? ctx->errstr : "out of memory"));
     if (ctx) redisFree(ctx);
     return nullptr;
   }
   redisSetTimeout(ctx, Timeval(opt_.timeout_ms));
+  if (n.connected_before) Count(&ClusterCounters::reconnects);
+  n.connected_before = true;
   n.ctx = ctx;
   return ctx;
+}
+
+void RedisCluster::CountTimeout(const redisContext* ctx) {
+  // hiredis 0.14 reports a socket timeout as an I/O error with strerror's text.
+  if (std::strstr(ctx->errstr, "timed out") != nullptr || std::strstr(ctx->errstr, "temporarily unavailable") != nullptr)
+    Count(&ClusterCounters::timeouts);
 }
 
 void RedisCluster::Drop(int node) {
@@ -215,6 +224,7 @@ void RedisCluster::Run(const std::vector<Command>& cmds, const Done& done) {
         while (!flushed && redisBufferWrite(ctx, &flushed) == REDIS_OK) {
         }
         if (!flushed) {
+          CountTimeout(ctx);
           err = Status::IOError(Address(nodes_[node].host, nodes_[node].port) + ": " + ctx->errstr);
           Drop(node);
           ctx = nullptr;
@@ -242,6 +252,7 @@ void RedisCluster::Run(const std::vector<Command>& cmds, const Done& done) {
         }
         ok = ok && redisGetReply(b.ctx, &raw) == REDIS_OK;
         if (!ok) {  // the connection is gone: what it had not answered is tried again
+          CountTimeout(b.ctx);
           const Status lost = Status::IOError(b.addr + ": " + b.ctx->errstr);
           for (size_t j = b.next - 1; j < b.list.size(); ++j) failed[b.list[j]] = lost, retry.push_back(b.list[j]);
           b.next = b.list.size();
@@ -261,15 +272,18 @@ void RedisCluster::Run(const std::vector<Command>& cmds, const Done& done) {
         int slot = 0, port = 0;
         std::string host;
         bool again = true;  // redirected or the cluster is settling: tried again
-        if (ParseRedirect(e, "MOVED", &slot, &host, &port)) slot_owner_[slot] = NodeFor(host, port);
-        else if (ParseRedirect(e, "ASK", &slot, &host, &port)) ask[i] = NodeFor(host, port);
+        if (ParseRedirect(e, "MOVED", &slot, &host, &port)) slot_owner_[slot] = NodeFor(host, port), Count(&ClusterCounters::moved);
+        else if (ParseRedirect(e, "ASK", &slot, &host, &port)) ask[i] = NodeFor(host, port), Count(&ClusterCounters::ask);
         else if (e.rfind("TRYAGAIN", 0) == 0 || e.rfind("CLUSTERDOWN", 0) == 0) reload = true;
         else again = false;  // OOM and the like: no retry helps
         if (again) failed[i] = Status::IOError(b.addr + ": " + e), retry.push_back(i);
         else done(i, nullptr, Status::IOError(b.addr + ": " + e));
       }
     }
-    if (reload) (void)LoadSlots();  // keeps the old map when no node answers
+    if (reload) {
+      Count(&ClusterCounters::slot_reloads);
+      (void)LoadSlots();  // keeps the old map when no node answers
+    }
     todo = std::move(retry);
   }
   for (size_t i : todo) done(i, nullptr, failed[i]);

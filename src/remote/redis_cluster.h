@@ -6,6 +6,7 @@
 // Not thread-safe: one client per thread (RemoteStore keeps a pool).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,10 +20,20 @@ struct redisReply;
 
 namespace impress {
 
+// What the cluster did to a client, added up over every client that shares it.
+struct ClusterCounters {
+  std::atomic<int64_t> moved{0};         // MOVED redirects (the slot map was stale)
+  std::atomic<int64_t> ask{0};           // ASK redirects (a slot being migrated)
+  std::atomic<int64_t> slot_reloads{0};  // slot maps read again after a redirect, a lost node or CLUSTERDOWN
+  std::atomic<int64_t> reconnects{0};    // connections made again to a node that had one
+  std::atomic<int64_t> timeouts{0};      // connects and replies that ran past timeout_ms
+};
+
 struct ClusterOptions {
   std::vector<std::string> seeds;  // host:port of any nodes; the slot map is read from the first that answers
   int timeout_ms = 1000;           // connect and per-reply timeout
   int attempts = 3;                // tries per command (redirects and reconnects included)
+  ClusterCounters* counters = nullptr;  // where to count, or nowhere; outlives the client
 };
 
 // "redis://h1:p1,h2:p2" (or without the scheme) -> {"h1:p1", "h2:p2"}. Errors name `url`.
@@ -63,12 +74,19 @@ class RedisCluster {
     std::string host;
     int port = 0;
     redisContext* ctx = nullptr;  // null until first used, and after a failure
+    bool connected_before = false;
   };
   explicit RedisCluster(const ClusterOptions& opt) : opt_(opt) {}
   Status LoadSlots();                        // from any node that answers
   int NodeFor(const std::string& host, int port);  // index in nodes_, added when new
   redisContext* Conn(int node, Status* error);
   void Drop(int node);
+  // Counts `what` (a ClusterCounters member) when counting.
+  void Count(std::atomic<int64_t> ClusterCounters::*what) {
+    if (opt_.counters != nullptr) (opt_.counters->*what)++;
+  }
+  // Counts a timeout when `ctx`'s error is one.
+  void CountTimeout(const redisContext* ctx);
 
   ClusterOptions opt_;
   std::vector<Node> nodes_;

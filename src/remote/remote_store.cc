@@ -54,7 +54,9 @@ nlohmann::ordered_json RemoteCounters::ToJson() const {
           {"parts_missing", parts_missing.load()}, {"parts_corrupt", parts_corrupt.load()},
           {"read_errors", read_errors.load()}, {"bytes_read", bytes_read.load()},
           {"chunks_written", chunks_written.load()}, {"write_errors", write_errors.load()},
-          {"bytes_written", bytes_written.load()}};
+          {"bytes_written", bytes_written.load()}, {"moved", cluster.moved.load()}, {"ask", cluster.ask.load()},
+          {"slot_reloads", cluster.slot_reloads.load()}, {"reconnects", cluster.reconnects.load()},
+          {"timeouts", cluster.timeouts.load()}};
 }
 
 RemoteStore::RemoteStore(const RemoteOptions& opt) : opt_(opt) {
@@ -94,7 +96,9 @@ StatusOr<std::unique_ptr<RedisCluster>> RemoteStore::Take() {
       return c;
     }
   }
-  return RedisCluster::Connect(ClusterOptions{seeds_, opt_.timeout_ms});
+  ClusterOptions o{seeds_, opt_.timeout_ms};
+  o.counters = &counters_.cluster;
+  return RedisCluster::Connect(o);
 }
 
 void RemoteStore::Give(std::unique_ptr<RedisCluster> c) {

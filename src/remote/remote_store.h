@@ -30,11 +30,11 @@
 #include "common/pacer.h"
 #include "common/status.h"
 #include "remote/content_key.h"
+#include "remote/redis_cluster.h"
 #include "store/chunk_store.h"
 
 namespace impress {
 
-class RedisCluster;
 
 struct RemoteOptions {
   std::string url;                 // redis://HOST:PORT[,HOST:PORT...]
@@ -53,6 +53,7 @@ struct RemoteCounters {
   std::atomic<int64_t> chunks_written{0};  // markers written (the chunk's parts before them)
   std::atomic<int64_t> write_errors{0};   // parts or markers that failed to be written
   std::atomic<int64_t> bytes_written{0};
+  ClusterCounters cluster;                // redirects, slot reloads, reconnects, timeouts
   nlohmann::ordered_json ToJson() const;
 };
 
