@@ -144,7 +144,6 @@ class MemoryBackend final : public ChunkBackend {
       names_[ids[i]] = std::vector<int32_t>(tokens.begin(), tokens.begin() + (matched + i + 1) * c);
     return found;
   }
-  std::atomic<int>* reads = nullptr;
 
  private:
   std::shared_ptr<MemoryChunks> m_;

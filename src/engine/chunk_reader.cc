@@ -25,7 +25,7 @@ Status ChunkReader::ReadBackends(const std::vector<ChunkRead>& reads, std::vecto
     if (tiers != nullptr) (*tiers)[j] = backends_[b]->tier();
   }
   for (size_t b = 0; b < nb; ++b)
-    if (!batch[b].empty() || b == 0) RETURN_IF_ERROR(backends_[b]->Read(batch[b]));
+    if (!batch[b].empty()) RETURN_IF_ERROR(backends_[b]->Read(batch[b]));
   return Status::OK();
 }
 

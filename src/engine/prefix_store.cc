@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <unordered_set>
 
 #include "engine/compaction.h"
 #include "engine/store_log.h"
@@ -246,7 +247,12 @@ std::array<at::Tensor, 3> PrefixStore::HostChunks(const DenseKvCache& kv, int l,
 Status PrefixStore::KeepLost(const RadixTree::Match& match, const DenseKvCache& kv, int64_t kv_offset) {
   const std::vector<uint64_t>& matched = match.chunks;
   const int64_t c = geo_.chunk_tokens;
-  std::vector<uint64_t> keep;  // matched chunks that failed below and that kv holds
+  std::vector<uint64_t> held;  // matched chunks whose KV `kv` holds
+  for (size_t i = 0; i < matched.size(); ++i) {
+    const int64_t at = static_cast<int64_t>(i) * c;
+    if (at >= kv_offset && at + c <= kv_offset + kv.size()) held.push_back(matched[i]);
+  }
+  std::vector<uint64_t> keep;  // of those, the ones that failed below
   for (const auto& b : below_) {
     {
       // A reordered copy below that failed a read is dropped: requests read
@@ -259,18 +265,14 @@ Status PrefixStore::KeepLost(const RadixTree::Match& match, const DenseKvCache& 
         if (!failed.empty()) index_.tree().SetReordered(node, nullptr);
       }
     }
-    std::vector<uint64_t> held;
-    for (size_t i = 0; i < matched.size(); ++i) {
-      const int64_t at = static_cast<int64_t>(i) * c;
-      if (at >= kv_offset && at + c <= kv_offset + kv.size()) held.push_back(matched[i]);
-    }
     for (uint64_t id : b->Lost(held)) keep.push_back(id);
   }
   if (keep.empty()) return Status::OK();
+  const std::unordered_set<uint64_t> kept(keep.begin(), keep.end());
   std::vector<at::Tensor> hold;
   std::vector<ChunkWrite> writes;
   for (size_t i = 0; i < matched.size(); ++i) {
-    if (std::find(keep.begin(), keep.end(), matched[i]) == keep.end() || disk_->Has(matched[i], 0)) continue;
+    if (!kept.count(matched[i]) || disk_->Has(matched[i], 0)) continue;
     for (int l = 0; l < geo_.layers; ++l) {
       auto kvp = HostChunks(kv, l, static_cast<int64_t>(i), 1, kv_offset);
       hold.insert(hold.end(), kvp.begin(), kvp.end());

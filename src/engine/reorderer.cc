@@ -54,8 +54,7 @@ Status Reorderer::Pass(const ReorderOptions& opt, ReorderStats* stats) {
     std::vector<at::Tensor> keep;
     ASSIGN_OR_RETURN(const bool packed, Repack(cand, plan.order, first, &writes, &keep, stats));
     if (!packed) continue;
-    std::shared_ptr<const ReorderedChunks> copy;
-    ASSIGN_OR_RETURN(const bool installed, CommitAndInstall(cand, plan, first, writes, keep, &copy, stats));
+    ASSIGN_OR_RETURN(const bool installed, CommitAndInstall(cand, plan, first, writes, keep, stats));
     if (installed) stats->nodes_reordered++;
   }
   return Status::OK();
@@ -104,7 +103,7 @@ StatusOr<bool> Reorderer::Repack(const Candidate& cand, const std::vector<std::v
 
 StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& plan, uint64_t first,
                                            const std::vector<ChunkWrite>& writes, const std::vector<at::Tensor>& keep,
-                                           std::shared_ptr<const ReorderedChunks>* out, ReorderStats* stats) {
+                                           ReorderStats* stats) {
   const ChunkGeometry& g = ctx_.geometry;
   const int64_t n = static_cast<int64_t>(cand.source.size());
   bool on_disk = ctx_.below == nullptr;
@@ -136,7 +135,6 @@ StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& p
     return false;
   }
   RecacheLocked(cand, *copy, keep, stats);
-  *out = copy;
   return true;
 }
 

@@ -98,7 +98,7 @@ class Reorderer {
   // disk does not hold) and installs it. False when it did not install.
   StatusOr<bool> CommitAndInstall(const Candidate& cand, ReorderPlan& plan, uint64_t first,
                                   const std::vector<ChunkWrite>& writes, const std::vector<at::Tensor>& keep,
-                                  std::shared_ptr<const ReorderedChunks>* copy, ReorderStats* stats);
+                                  ReorderStats* stats);
   // Moves the cache share of the node's old chunks to the copy's most
   // important ones. REQUIRES: the index's mutex held.
   void RecacheLocked(const Candidate& cand, const ReorderedChunks& copy, const std::vector<at::Tensor>& keep,
