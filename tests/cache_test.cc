@@ -72,8 +72,7 @@ ChunkKv Chunk(int64_t tokens, float value) {
 TEST(TieredCache, InvariantsUnderRandomStream) {
   for (const char* policy : {"lru", "lfu", "score"}) {
     TierOptions opt;
-    opt.gpu_bytes = 10 * 1024;
-    opt.cpu_bytes = 25 * 1024;
+    opt.levels = GpuCpuLevels(10 * 1024, 25 * 1024);
     opt.policy = *ParsePolicy(policy);
     auto cache = TieredCache::Create(opt);
     ASSERT_TRUE(cache.ok());
@@ -98,8 +97,8 @@ TEST(TieredCache, InvariantsUnderRandomStream) {
         c.Put(key, Chunk(tokens, static_cast<float>(key % 100)));
       }
       c.Observe({{key, (key % 7) / 6.0}});
-      ASSERT_LE(c.used(Tier::kGpu), opt.gpu_bytes);
-      ASSERT_LE(c.used(Tier::kCpu), opt.cpu_bytes);
+      ASSERT_LE(c.used(Tier::kGpu), opt.levels[0].capacity);
+      ASSERT_LE(c.used(Tier::kCpu), opt.levels[1].capacity);
       if (i % 97 == 0)
         for (uint64_t k = 0; k < 200; ++k) ASSERT_FALSE(c.Contains(k, Tier::kGpu) && c.Contains(k, Tier::kCpu));
     }
@@ -139,20 +138,20 @@ TEST(ChunkScores, TransferGivesTheBestHistoryFirst) {
 // The three access cases of PAPER.md section 3, with two-chunk tiers.
 TEST(TieredCache, ScorePolicyPlacesByScore) {
   TierOptions opt;
-  opt.gpu_bytes = opt.cpu_bytes = 2 * 256;  // two 8-token chunks each
+  opt.levels = GpuCpuLevels(2 * 256, 2 * 256);  // two 8-token chunks each
   opt.policy = PolicyKind::kScore;
   auto cache = TieredCache::Create(opt);
   ASSERT_TRUE(cache.ok()) << cache.status().message();
   TieredCache& c = **cache;
-  Tier t;
-  auto access = [&](uint64_t key, double share) {  // one request's access to `key`
+  auto access = [&](uint64_t key, double share) {  // one request's access to `key`: where it was found
+    Tier t;
     auto hit = c.Get(key, &t);
     if (!hit) c.Put(key, Chunk(8, static_cast<float>(key)));
     c.Observe({{key, share}});
-    return t;
+    return hit ? std::optional<Tier>(t) : std::nullopt;
   };
   // Empty tiers take anything: 1 and 2 fill the GPU, 3 and 4 then go to the CPU.
-  for (uint64_t k : {1, 2}) EXPECT_EQ(access(k, 0.5), Tier::kDisk);
+  for (uint64_t k : {1, 2}) EXPECT_EQ(access(k, 0.5), std::nullopt);
   EXPECT_TRUE(c.Contains(1, Tier::kGpu) && c.Contains(2, Tier::kGpu));
   access(3, 0.1);  // score 0.1 < GPU lowest 0.5: lands in the CPU tier
   EXPECT_TRUE(c.Contains(3, Tier::kCpu));
@@ -162,7 +161,7 @@ TEST(TieredCache, ScorePolicyPlacesByScore) {
   EXPECT_FALSE(c.Contains(1, Tier::kGpu));
   // A disk read that beats neither tier's lowest is not cached.
   access(5, 0.05);
-  EXPECT_EQ(c.Where(5), Tier::kDisk);
+  EXPECT_EQ(c.Where(5), std::nullopt);
   // A CPU hit whose score stays below the GPU's lowest stays in the CPU tier ...
   EXPECT_EQ(access(3, 0.1), Tier::kCpu);  // score 2 x 0.1
   EXPECT_TRUE(c.Contains(3, Tier::kCpu));
@@ -178,8 +177,7 @@ TEST(TieredCache, ScorePolicyPlacesByScore) {
 
 TEST(TieredCache, PinnedChunksStay) {
   TierOptions opt;
-  opt.gpu_bytes = 2 * 256;  // two 8-token chunks
-  opt.cpu_bytes = 0;
+  opt.levels = GpuCpuLevels(2 * 256, 0);  // two 8-token chunks
   auto cache = TieredCache::Create(opt);
   TieredCache& c = **cache;
   c.SetPinned([](uint64_t k) { return k == 1; });
@@ -189,6 +187,36 @@ TEST(TieredCache, PinnedChunksStay) {
   EXPECT_TRUE(c.Contains(1, Tier::kGpu));
   EXPECT_FALSE(c.Contains(2, Tier::kGpu));
   EXPECT_TRUE(c.Contains(3, Tier::kGpu));
+}
+
+// The cache is its list of levels: a CPU level alone caches, serves and
+// evicts as the lower level of two does, and names its tier in counters.
+TEST(TieredCache, ALevelListOfOne) {
+  TierOptions opt;
+  opt.levels = {GpuCpuLevels(0, 2 * 256)[1]};  // the CPU level only: two 8-token chunks
+  auto cache = TieredCache::Create(opt);
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  TieredCache& c = **cache;
+  for (uint64_t k : {1, 2, 3}) c.Put(k, Chunk(8, static_cast<float>(k)));  // 3 evicts 1 (LRU), nothing below
+  EXPECT_EQ(c.Where(1), std::nullopt);
+  EXPECT_EQ(c.Where(3), Tier::kCpu);
+  Tier t;
+  auto hit = c.Get(3, &t);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(t, Tier::kCpu);
+  EXPECT_EQ(hit->k[0][0][0].item<float>(), 3.0f);
+  EXPECT_EQ(c.counters().hits[Tier::kCpu], 1);
+  EXPECT_EQ(c.capacity(Tier::kGpu), 0);
+  EXPECT_EQ(c.entries(Tier::kCpu), 2u);
+}
+
+TEST(TieredCache, LevelsAreCheckedWhenMade) {
+  TierOptions twice;
+  twice.levels = {GpuCpuLevels(256, 0)[0], GpuCpuLevels(256, 0)[0]};
+  EXPECT_FALSE(TieredCache::Create(twice).ok());
+  TierOptions negative;
+  negative.levels = GpuCpuLevels(-1, 0);
+  EXPECT_FALSE(TieredCache::Create(negative).ok());
 }
 
 }  // namespace

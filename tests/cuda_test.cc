@@ -34,8 +34,7 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
     o.dir = dir;
     o.chunk_tokens = 16;
     o.kv_dtype = "float32";
-    o.tiers.gpu_bytes = 64 << 10;
-    o.tiers.cpu_bytes = 128 << 10;
+    o.tiers.levels = GpuCpuLevels(64 << 10, 128 << 10);
     o.tiers.policy = policy;
     return o;
   }

@@ -25,7 +25,7 @@ class ReuseTest : public testing::ModelStoreTest {
   at::Tensor OnStoredPrefix(const System& sys, RequestTrace* t, const RequestOptions& ro = {}) {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
-    o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;
+    o.tiers.levels = GpuCpuLevels(0, 0);
     auto store = PrefixStore::Open(*model_, o);
     EXPECT_TRUE(store.ok()) << store.status().message();
     std::vector<int32_t> prefix = Tokens(160, 4), ctx = prefix;
@@ -245,7 +245,7 @@ TEST_P(ReuseTest, SpreadProbesReadTheKvHeadsTheyUse) {
   auto run = [&](const System& sys, ProbeLayout store_layout, RequestTrace* t) -> StatusOr<at::Tensor> {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
-    o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;  // every load reads the disk
+    o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
     o.probe_layout = store_layout;
     auto store = PrefixStore::Open(*model_, o);
     EXPECT_EQ((*store)->geometry().probe_kv_heads,

@@ -88,7 +88,7 @@ TEST_P(EnvFaultTest, ReadErrorIsTheRequestsErrorNotARecomputation) {
   TempDir dir;
   FailingReadsEnv env;
   PrefixStoreOptions o = Options(dir.path());
-  o.tiers.gpu_bytes = o.tiers.cpu_bytes = 0;  // every load reads the disk
+  o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
   o.env = &env;
   auto store = PrefixStore::Open(*model_, o);
   ASSERT_TRUE(store.ok()) << store.status().message();

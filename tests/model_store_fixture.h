@@ -26,8 +26,7 @@ class ModelStoreTest : public ::testing::TestWithParam<std::string> {
     PrefixStoreOptions o;
     o.dir = dir;
     o.chunk_tokens = 16;
-    o.tiers.gpu_bytes = 64 << 10;
-    o.tiers.cpu_bytes = 128 << 10;
+    o.tiers.levels = GpuCpuLevels(64 << 10, 128 << 10);
     return o;
   }
   std::vector<int32_t> Tokens(int n, int seed) {

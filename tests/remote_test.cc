@@ -1,14 +1,21 @@
 // The remote tier's pieces that need no cluster: hash slots as the Redis
 // Cluster specification defines them (its worked examples), content keys as a
-// hash chain, and cluster addresses. tests/remote_tier.sh runs the tier
-// against a real cluster.
+// hash chain, cluster addresses, and the reply reader against the RESP
+// specification's encodings over a socket pair. tests/remote_tier.sh runs
+// the tier against a real cluster.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include "remote/content_key.h"
 #include "remote/redis_cluster.h"
 #include "remote/remote_store.h"
+#include "remote/resp_reader.h"
+#include "store/crc32c.h"
 
 namespace impress {
 namespace {
@@ -67,6 +74,100 @@ TEST(RedisUrl, ParsesSeedsAndNamesTheBadOne) {
     EXPECT_TRUE(r.status().IsInvalidArgument()) << bad;
     EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().message();
   }
+}
+
+TEST(RemoteStore, AnUnknownSchemeIsAnErrorNamingIt) {
+  auto r = RemoteStore::Connect(RemoteOptions{"s3://bucket/prefix"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown scheme 's3'"), std::string::npos) << r.status().message();
+}
+
+// A socket pair whose far end `bytes` are written to (from a thread, in
+// pieces of `piece` bytes, so that replies straddle receives), then closed.
+class Wire {
+ public:
+  Wire(std::string bytes, size_t piece) {
+    int fds[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    near_ = fds[0];
+    timeval tv{2, 0};
+    setsockopt(near_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    writer_ = std::thread([far = fds[1], bytes = std::move(bytes), piece] {
+      for (size_t at = 0; at < bytes.size(); at += piece) {
+        const size_t n = std::min(piece, bytes.size() - at);
+        if (write(far, bytes.data() + at, n) != static_cast<ssize_t>(n)) break;
+        std::this_thread::yield();
+      }
+      close(far);
+    });
+  }
+  ~Wire() {
+    writer_.join();
+    close(near_);
+  }
+  int fd() const { return near_; }
+
+ private:
+  int near_ = -1;
+  std::thread writer_;
+};
+
+TEST(RespReader, ReadsEveryReplyTypeAndLandsStringsInPlace) {
+  std::string value(5000, '\0');
+  for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<char>(i * 7);
+  const std::string bytes = "+OK\r\n-MOVED 3999 127.0.0.1:6381\r\n:42\r\n$-1\r\n$" + std::to_string(value.size()) + "\r\n" + value +
+                            "\r\n$3\r\nabc\r\n$0\r\n\r\n";
+  for (size_t piece : {1, 7, 512, 100000}) {
+    Wire w(bytes, piece);
+    RespReader in(w.fd());
+    RespReply r;
+    ASSERT_TRUE(in.Next(nullptr, &r).ok());
+    EXPECT_EQ(r.type, RespReply::kStatus);
+    EXPECT_EQ(r.text, "OK");
+    ASSERT_TRUE(in.Next(nullptr, &r).ok());
+    EXPECT_EQ(r.type, RespReply::kError);
+    EXPECT_EQ(r.text, "MOVED 3999 127.0.0.1:6381");
+    ASSERT_TRUE(in.Next(nullptr, &r).ok());
+    EXPECT_EQ(r.type, RespReply::kInteger);
+    EXPECT_EQ(r.integer, 42);
+    Landing land;
+    std::vector<char> body(value.size() - 4);
+    land.head_bytes = 4;
+    land.body = body.data();
+    land.body_bytes = body.size();
+    ASSERT_TRUE(in.Next(&land, &r).ok());
+    EXPECT_EQ(r.type, RespReply::kNil);  // nil lands nothing
+    ASSERT_TRUE(in.Next(&land, &r).ok());
+    EXPECT_EQ(r.type, RespReply::kString);
+    EXPECT_TRUE(r.landed);
+    EXPECT_TRUE(r.text.empty());
+    EXPECT_EQ(std::memcmp(land.head, value.data(), 4), 0);
+    EXPECT_EQ(std::memcmp(body.data(), value.data() + 4, body.size()), 0) << piece;
+    EXPECT_EQ(land.body_crc, Crc32cPortable(value.data() + 4, body.size()));
+    ASSERT_TRUE(in.Next(&land, &r).ok());  // a string of another size does not land
+    EXPECT_FALSE(r.landed);
+    EXPECT_EQ(r.len, 3u);
+    EXPECT_EQ(r.text, "abc");
+    ASSERT_TRUE(in.Next(nullptr, &r).ok());
+    EXPECT_EQ(r.type, RespReply::kString);
+    EXPECT_EQ(r.len, 0u);
+    EXPECT_FALSE(in.buffered());
+    EXPECT_TRUE(in.Next(nullptr, &r).IsIOError());  // the server closed
+  }
+}
+
+TEST(RespReader, MalformedRepliesAreErrors) {
+  for (const char* bad : {"?x\r\n", ":12a\r\n", "$5\r\nabc\r\n", "$3\r\nabcde", "+OK\n", "*2\r\n$1\r\na\r\n", "$3\r\nab"}) {
+    Wire w(bad, 100);
+    RespReader in(w.fd());
+    RespReply r;
+    const Status st = in.Next(nullptr, &r);
+    EXPECT_TRUE(st.IsIOError()) << bad;
+  }
+  Wire w(std::string(600, 'a'), 600);  // a line longer than the reader's buffer
+  RespReader in(w.fd());
+  RespReply r;
+  EXPECT_NE(in.Next(nullptr, &r).message().find("longer than"), std::string::npos);
 }
 
 TEST(RemoteStore, AnUnreachableClusterIsAnErrorNamingTheAddress) {

@@ -6,6 +6,8 @@
 #     same log-likelihoods and accuracy, reordering included;
 #  2. bytes flipped in a stored value (SETRANGE) are detected and recomputed,
 #     and so is a part that was evicted (DEL);
+#  2c. a live reshard under a reader: same answers, the MOVED and ASK
+#     redirects counted;
 #  3. a master killed (SIGKILL) mid-run: same answers, failed reads counted,
 #     remote hits after the replica takes over;
 #  4. a cluster whose maxmemory is below the pool: evictions are misses,
@@ -121,10 +123,44 @@ print("remote_tier: evicted part missed (%d parts), %d requests recomputed, answ
       % (rd["remote"]["parts_missing"], rd["recomputed_after_error"]))
 PY
 
-# 3. A master killed mid-run. The reference is the same stream without faults.
+# The reference for 2c and 3: the same stream without faults.
+run "$tmp/a" "$tmp/ref.json" --requests 60 --system as --remote "$url"
+# 2c. A live reshard under a reader: 1000 slots of the first master move to
+# the second while B reads. The moved keys answer MOVED (and ASK while their
+# slot migrates); the client follows, counts the redirects, and answers the
+# same as the reference.
+hits0() { redis-cli -p "$base" info stats | sed -n 's/^keyspace_hits:\([0-9]*\).*/\1/p'; }
+before=$(hits0)
+run "$tmp/r" "$tmp/r.json" --requests 60 --system as --remote "$url" &
+runner=$!
+for _ in $(seq 1200); do [ "$(hits0)" -gt $((before + 1000)) ] && break; sleep 0.05; done
+kill -0 "$runner" 2>/dev/null || { echo "remote_tier: B finished before the reshard"; exit 1; }
+redis-cli --cluster reshard "127.0.0.1:$base" --cluster-from "$(redis-cli -p "$base" cluster myid)" \
+  --cluster-to "$(redis-cli -p $((base + 1)) cluster myid)" --cluster-slots 1000 --cluster-yes >"$tmp/reshard.log" 2>&1 ||
+  { echo "remote_tier: reshard failed:"; tail -5 "$tmp/reshard.log"; exit 1; }
+resharded_while_running=0
+kill -0 "$runner" 2>/dev/null && resharded_while_running=1
+wait "$runner"
+check "$tmp/ref.json" "$tmp/r.json" "$resharded_while_running" <<'PY'
+import json, sys
+ref, r = (json.load(open(p))["runs"][0] for p in sys.argv[1:3])
+rr = r["remote"]
+assert rr["moved"] + rr["ask"] > 0, ("no redirect counted under a live reshard", rr)
+assert rr["read_errors"] == 0, rr
+# 2 and 2b left a damaged and a missing part in the cluster: the requests that
+# meet them recompute (as in 3, the same predictions); every other request
+# served from the cluster has the reference's very log-likelihoods.
+assert [x["pred"] for x in ref["per_request"]] == [x["pred"] for x in r["per_request"]]
+served = [i for i, x in enumerate(r["per_request"]) if not x["recomputed_after_error"]]
+assert len(served) > len(r["per_request"]) // 2, served
+assert all(ref["per_request"][i]["loglik"] == r["per_request"][i]["loglik"] for i in served)
+print("remote_tier: live reshard of 1000 slots (%s): %d MOVED, %d ASK, %d slot-map reloads, no read error, answers identical"
+      % ("done while B read" if sys.argv[3] == "1" else "B finished first", rr["moved"], rr["ask"], rr["slot_reloads"]))
+PY
+
+# 3. A master killed mid-run, against the same reference.
 # The master is killed once B is reading from it (its GET hits grow), however
 # long B took to start on a loaded machine.
-run "$tmp/a" "$tmp/ref.json" --requests 60 --system as --remote "$url"
 hits() { redis-cli -p $((base + 1)) info stats | sed -n 's/^keyspace_hits:\([0-9]*\).*/\1/p'; }
 before=$(hits)
 run "$tmp/k" "$tmp/k.json" --requests 60 --system as --remote "$url" &

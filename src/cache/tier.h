@@ -9,7 +9,6 @@
 namespace impress {
 
 enum class Tier { kGpu = 0, kCpu = 1, kDisk = 2, kRemote = 3 };
-constexpr int kCacheTiers = 2;  // the in-memory levels above the disk
 constexpr int kMaxTiers = 4;
 
 // One count per tier, indexed by Tier or its integer.

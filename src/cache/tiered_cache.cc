@@ -16,45 +16,70 @@ void AwaitCopy(const ChunkKv& kv) {
 
 }  // namespace
 
+std::vector<CacheLevel> GpuCpuLevels(int64_t gpu_bytes, int64_t cpu_bytes, double h2d_bytes_per_second) {
+  CacheLevel gpu, cpu;
+  gpu.tier = Tier::kGpu;
+  gpu.on_device = true;
+  gpu.capacity = gpu_bytes;
+  gpu.copy_in_bytes_per_second = h2d_bytes_per_second;
+  cpu.tier = Tier::kCpu;
+  cpu.pinned = true;
+  cpu.capacity = cpu_bytes;
+  return {gpu, cpu};
+}
+
 StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& opt) {
-  if (opt.gpu_bytes < 0 || opt.cpu_bytes < 0) return Status::InvalidArgument("cache capacities must not be negative");
   auto c = std::unique_ptr<TieredCache>(new TieredCache());
   c->opt_ = opt;
   c->placement_ = MakePlacement(opt.policy);
-  c->levels_.resize(kCacheTiers);
-  for (Level& l : c->levels_) l.policy = c->placement_->NewRanking();
-  if (opt.h2d_bytes_per_second > 0) c->h2d_ = std::make_unique<Pacer>(opt.h2d_bytes_per_second);
+  for (const CacheLevel& o : opt.levels) {
+    if (o.capacity < 0) return Status::InvalidArgument("cache capacities must not be negative");
+    if (o.tier != Tier::kGpu && o.tier != Tier::kCpu) return Status::InvalidArgument("a cache level must be the GPU or CPU tier");
+    if (c->LevelOf(o.tier) >= 0) return Status::InvalidArgument("two cache levels of one tier");
+    Level& l = c->levels_.emplace_back();
+    l.opt = o;
+    l.policy = c->placement_->NewRanking();
+    if (o.copy_in_bytes_per_second > 0) l.copy_in = std::make_unique<Pacer>(o.copy_in_bytes_per_second);
+  }
   return c;
 }
 
-ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t, int64_t* h2d) {
-  at::Device dev = t == 0 ? opt_.gpu_device : at::Device(at::kCPU);
+int TieredCache::LevelOf(Tier t) const {
+  for (size_t i = 0; i < levels_.size(); ++i)
+    if (levels_[i].opt.tier == t) return static_cast<int>(i);
+  return -1;
+}
+
+ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t, Copies* copies) {
+  const CacheLevel& L = levels_[t].opt;
+  const at::Device dev = L.on_device ? opt_.device : at::Device(at::kCPU);
   // Up from pinned memory the copy is only enqueued on the caller's stream,
   // and the entry carries the event after it; down, the copy waits for the
   // entry's copy up and is complete when it returns.
   AwaitCopy(kv);
-  const bool async = t == 0 && dev.is_cuda() && kv.k.is_pinned() && kv.v.is_pinned();
+  const bool async = dev.is_cuda() && kv.k.is_pinned() && kv.v.is_pinned();
   ChunkKv out{kv.k.to(dev, async), kv.v.to(dev, async)};
   if (async) {
     auto e = std::make_shared<at::cuda::CUDAEvent>();
     e->record(c10::cuda::getCurrentCUDAStream(dev.index()));
     out.ready = std::move(e);
   }
-  if (t == 1 && opt_.gpu_device.is_cuda()) {  // the CPU tier is pinned under CUDA, for fast copies up
+  if (L.pinned && opt_.device.is_cuda()) {
     out.k = out.k.pin_memory();
     out.v = out.v.pin_memory();
   }
-  if (t == 0 && kv.k.device() != dev) *h2d += out.bytes();
-  if (t == 0 && opt_.gpu_device.is_cpu()) {  // emulated device pool: a copy, as a transfer would make
+  const bool emulated = L.on_device && dev.is_cpu();  // the emulated device pool: a copy, as a transfer would make
+  if (emulated) {
     out.k = out.k.clone();
     out.v = out.v.clone();
-    *h2d += out.bytes();
   }
+  if (copies != nullptr && L.on_device && (kv.k.device() != dev || emulated)) (*copies)[t] += out.bytes();
   return out;
 }
 
-void TieredCache::PaceCopy(int64_t bytes) {
-  if (h2d_ != nullptr && bytes > 0) h2d_->Wait(static_cast<size_t>(bytes));
+void TieredCache::PaceCopies(const Copies& copies) {
+  for (size_t t = 0; t < copies.size(); ++t)
+    if (levels_[t].copy_in != nullptr && copies[t] > 0) levels_[t].copy_in->Wait(static_cast<size_t>(copies[t]));
 }
 
 ChunkKv TieredCache::TakeLocked(int t, uint64_t key) {
@@ -69,13 +94,14 @@ ChunkKv TieredCache::TakeLocked(int t, uint64_t key) {
 
 bool TieredCache::InsertLocked(int t, uint64_t key, ChunkKv kv) {
   Level& L = levels_[t];
-  const int64_t cap = capacity(static_cast<Tier>(t));
+  const int64_t cap = L.opt.capacity;
   if (kv.bytes() > cap) return false;
   while (L.used + kv.bytes() > cap) {
     auto victim = L.policy->Victim([&](uint64_t k) { return !pinned_(k); });
     if (!victim) return false;  // everything left is in use
     ChunkKv out = TakeLocked(t, *victim);
-    if (t + 1 < kCacheTiers) InsertLocked(t + 1, *victim, ToTier(out, t + 1, nullptr));  // demote; dropped if it does not fit
+    const int down = t + 1;
+    if (down < static_cast<int>(levels_.size())) InsertLocked(down, *victim, ToTier(out, down, nullptr));  // dropped if it does not fit
   }
   L.used += kv.bytes();
   L.entries.emplace(key, std::move(kv));
@@ -85,38 +111,42 @@ bool TieredCache::InsertLocked(int t, uint64_t key, ChunkKv kv) {
 
 bool TieredCache::AdmitLocked(int t, uint64_t key, int64_t bytes) const {
   const Level& L = levels_[t];
-  if (L.used + bytes <= capacity(static_cast<Tier>(t))) return true;
+  if (L.used + bytes <= L.opt.capacity) return true;
   auto victim = L.policy->Victim([&](uint64_t k) { return !pinned_(k); });
   return victim && placement_->Admits(key, *victim);
 }
 
+void TieredCache::PlaceLocked(int top, uint64_t key, const ChunkKv& kv, Copies* copies) {
+  for (int t = top; t < static_cast<int>(levels_.size()); ++t)
+    if (InsertLocked(t, key, ToTier(kv, t, copies))) return;
+}
+
 std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
-  int64_t h2d = 0;
+  Copies copies(levels_.size());
   std::optional<ChunkKv> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (placement_->Accessed(key)) RerankLocked(key);
-    *tier = Tier::kDisk;
-    for (int t = 0; t < kCacheTiers && !out; ++t) {
+    for (size_t t = 0; t < levels_.size() && !out; ++t) {
       Level& L = levels_[t];
       auto it = L.entries.find(key);
       if (it == L.entries.end()) continue;
-      counters_.hits[t]++;
-      counters_.bytes_served[t] += it->second.bytes();
-      *tier = static_cast<Tier>(t);
+      counters_.hits[L.opt.tier]++;
+      counters_.bytes_served[L.opt.tier] += it->second.bytes();
+      *tier = L.opt.tier;
       if (t == 0) {
         L.policy->Touch(key);
         out = it->second;
         continue;
       }
-      // A lower tier's hit moves to the top, unless the policy places it on observation.
+      // A lower level's hit moves to the top, unless the policy places it on observation.
       ChunkKv kv = TakeLocked(t, key);
-      out = ToTier(kv, 0, &h2d);
+      out = ToTier(kv, 0, &copies);
       if (placement_->PlacesOnObserve() || !InsertLocked(0, key, *out)) InsertLocked(t, key, kv);
     }
     if (!out) counters_.misses++;
   }
-  PaceCopy(h2d);
+  PaceCopies(copies);
   if (out) AwaitCopy(*out);  // the caller's stream reads it after its copy up
   return out;
 }
@@ -133,7 +163,7 @@ bool TieredCache::Cached(uint64_t key) const {
 }
 
 void TieredCache::Put(uint64_t key, const ChunkKv& kv) {
-  int64_t h2d = 0;
+  Copies copies(levels_.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (Cached(key)) return;
@@ -143,46 +173,51 @@ void TieredCache::Put(uint64_t key, const ChunkKv& kv) {
       pending_[key] = kv;
       return;
     }
-    if (!InsertLocked(0, key, ToTier(kv, 0, &h2d))) InsertLocked(1, key, ToTier(kv, 1, nullptr));
+    PlaceLocked(0, key, kv, &copies);
   }
-  PaceCopy(h2d);
+  PaceCopies(copies);
 }
 
 void TieredCache::PutIn(uint64_t key, const ChunkKv& kv, Tier top) {
-  int64_t h2d = 0;
+  Copies copies(levels_.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (Cached(key)) return;
-    const bool on_gpu = top == Tier::kGpu && InsertLocked(0, key, ToTier(kv, 0, &h2d));
-    if (!on_gpu && top != Tier::kDisk) InsertLocked(1, key, ToTier(kv, 1, nullptr));
+    const int t = LevelOf(top);
+    if (t < 0 || Cached(key)) return;
+    PlaceLocked(t, key, kv, &copies);
   }
-  PaceCopy(h2d);
+  PaceCopies(copies);
 }
 
 void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& important_shares) {
   if (!placement_->PlacesOnObserve()) return;
-  int64_t h2d = 0;
+  Copies copies(levels_.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, share] : important_shares) {
       placement_->Observed(key, share);
       RerankLocked(key);
       auto p = pending_.find(key);
-      if (p != pending_.end()) {  // read from disk: the highest tier that admits it
+      if (p != pending_.end()) {  // read from below: the highest level that admits it
         ChunkKv kv = std::move(p->second);
         pending_.erase(p);
-        if (AdmitLocked(0, key, kv.bytes()) && InsertLocked(0, key, ToTier(kv, 0, &h2d))) continue;
-        if (AdmitLocked(1, key, kv.bytes())) InsertLocked(1, key, ToTier(kv, 1, nullptr));
+        for (size_t t = 0; t < levels_.size(); ++t)
+          if (AdmitLocked(t, key, kv.bytes()) && InsertLocked(t, key, ToTier(kv, t, &copies))) break;
         continue;
       }
-      if (levels_[1].entries.count(key) && AdmitLocked(0, key, levels_[1].entries.at(key).bytes())) {
-        // A CPU hit that beats the GPU tier's next victim replaces it; the loser goes down.
-        ChunkKv kv = TakeLocked(1, key);
-        if (!InsertLocked(0, key, ToTier(kv, 0, &h2d))) InsertLocked(1, key, kv);
+      // A lower level's hit that beats the top level's next victim replaces it; the loser goes down.
+      for (size_t t = 1; t < levels_.size(); ++t) {
+        auto hit = levels_[t].entries.find(key);
+        if (hit == levels_[t].entries.end()) continue;
+        if (AdmitLocked(0, key, hit->second.bytes())) {
+          ChunkKv kv = TakeLocked(t, key);
+          if (!InsertLocked(0, key, ToTier(kv, 0, &copies))) InsertLocked(t, key, kv);
+        }
+        break;
       }
     }
   }
-  PaceCopy(h2d);
+  PaceCopies(copies);
 }
 
 void TieredCache::TransferScores(const std::vector<uint64_t>& from, const std::vector<uint64_t>& to) {
@@ -195,11 +230,11 @@ int64_t TieredCache::score_bytes() const {
   return placement_->bytes();
 }
 
-Tier TieredCache::Where(uint64_t key) const {
+std::optional<Tier> TieredCache::Where(uint64_t key) const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (int t = 0; t < kCacheTiers; ++t)
-    if (levels_[t].entries.count(key)) return static_cast<Tier>(t);
-  return Tier::kDisk;
+  for (const Level& L : levels_)
+    if (L.entries.count(key)) return L.opt.tier;
+  return std::nullopt;
 }
 
 void TieredCache::Erase(uint64_t key) {
@@ -224,19 +259,27 @@ CacheCounters TieredCache::counters() const {
   return counters_;
 }
 
+int64_t TieredCache::capacity(Tier t) const {
+  const int l = LevelOf(t);
+  return l < 0 ? 0 : levels_[l].opt.capacity;
+}
+
 int64_t TieredCache::used(Tier t) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return levels_[static_cast<int>(t)].used;
+  const int l = LevelOf(t);
+  return l < 0 ? 0 : levels_[l].used;
 }
 
 bool TieredCache::Contains(uint64_t key, Tier t) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return levels_[static_cast<int>(t)].entries.count(key) > 0;
+  const int l = LevelOf(t);
+  return l >= 0 && levels_[l].entries.count(key) > 0;
 }
 
 size_t TieredCache::entries(Tier t) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return levels_[static_cast<int>(t)].entries.size();
+  const int l = LevelOf(t);
+  return l < 0 ? 0 : levels_[l].entries.size();
 }
 
 }  // namespace impress

@@ -1,17 +1,20 @@
-// The GPU and CPU chunk caches above the disk tier.
+// The in-memory chunk caches above the backends: a list of levels, fastest
+// first (by default the GPU tier, then the CPU tier: GpuCpuLevels).
 //
-// Exclusive: a chunk is in at most one of them; the disk holds every chunk,
+// Exclusive: a chunk is in at most one level; the backends hold every chunk,
 // so eviction never writes back. Capacities are bytes and are never exceeded.
 // Which chunk goes where is the policy's (policy/placement.h): with LRU or
-// LFU a chunk read from disk, or hit in the CPU tier, moves to the GPU tier.
-// With IMPRESS's "score" policy (PAPER.md section 3) placement waits for the
-// access's important share (Observe), then a chunk moves up only past the
-// tier's next victim: a CPU hit replaces the GPU tier's lowest score if it
-// beats it (the loser goes down); a disk read lands in the highest tier whose
-// lowest score it beats, or in neither. An emulated copy up to the GPU tier
-// (TierOptions::h2d_bytes_per_second) waits with no lock held.
-// The GPU tier is CUDA memory when LibTorch sees a GPU, otherwise an emulated
-// device pool in host memory; the CPU tier is host memory (pinned under CUDA).
+// LFU a chunk read from below, or hit in a lower level, moves to the top
+// level, and each level's victims move one level down (the last level's are
+// dropped). With IMPRESS's "score" policy (PAPER.md section 3) placement
+// waits for the access's important share (Observe), then a chunk moves up
+// only past a level's next victim: a lower level's hit replaces the top
+// level's lowest score if it beats it (the loser goes down); a chunk read
+// from below lands in the highest level whose lowest score it beats, or in
+// none. An emulated copy into a level (CacheLevel::copy_in_bytes_per_second)
+// waits with no lock held. A level on the device is CUDA memory when the
+// compute device is a GPU, otherwise an emulated device pool in host memory;
+// other levels are host memory (pinned under CUDA when the level says so).
 // Thread-safe.
 #pragma once
 
@@ -43,16 +46,27 @@ struct ChunkKv {
   int64_t bytes() const { return static_cast<int64_t>(k.nbytes() + v.nbytes()); }
 };
 
+// One level of the cache.
+struct CacheLevel {
+  Tier tier = Tier::kGpu;      // its name in counters and reports (kGpu, kCpu)
+  bool on_device = false;      // lives on the compute device (an emulated pool on the CPU)
+  bool pinned = false;         // host memory pinned when the device is CUDA, for fast copies up
+  int64_t capacity = 0;        // bytes, never exceeded
+  double copy_in_bytes_per_second = 0;  // emulated cap on copies into it from host memory (0: none)
+};
+
+// The GPU tier (on the device, copies up capped at h2d_bytes_per_second)
+// over the CPU tier (pinned host memory).
+std::vector<CacheLevel> GpuCpuLevels(int64_t gpu_bytes, int64_t cpu_bytes, double h2d_bytes_per_second = 0);
+
 struct TierOptions {
-  int64_t gpu_bytes = 0;
-  int64_t cpu_bytes = 0;
+  std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);  // fastest first, each tier at most once
   PolicyKind policy = PolicyKind::kLru;
-  at::Device gpu_device = at::kCPU;  // kCUDA on a GPU machine; kCPU emulates the pool
-  double h2d_bytes_per_second = 0;   // cap on CPU->GPU copies (0: none)
+  at::Device device = at::kCPU;  // the compute device: kCUDA on a GPU machine; kCPU emulates it
 };
 
 struct CacheCounters {
-  TierCounts hits;          // per cache tier (GPU, CPU)
+  TierCounts hits;          // per cache level, by its tier
   int64_t misses = 0;
   TierCounts bytes_served;  // per tier, including the disk and remote reads the caller reports
 };
@@ -61,18 +75,19 @@ class TieredCache {
  public:
   static StatusOr<std::unique_ptr<TieredCache>> Create(const TierOptions& opt);
 
-  // Chunk `key`, on the GPU tier's device, or nullopt on a miss. A CPU hit
-  // moves the chunk to the GPU tier (the GPU's victims move down to the CPU
-  // tier, the CPU's are dropped). `tier` tells where it was found.
+  // Chunk `key`, on the top level's device, or nullopt on a miss. A lower
+  // level's hit moves the chunk to the top (cascading evictions); on a hit
+  // `tier` tells where it was found.
   std::optional<ChunkKv> Get(uint64_t key, Tier* tier);
-  // Caches a chunk read from disk in the GPU tier (cascading evictions). The
-  // score policy holds it until Observe tells its share, then places it.
+  // Caches a chunk read from below in the first level that takes it
+  // (cascading evictions). The score policy holds it until Observe tells its
+  // share, then places it.
   void Put(uint64_t key, const ChunkKv& kv);
-  // Caches a chunk in tier `top` (or the CPU tier if it does not fit there),
-  // whatever the policy: for callers that decide placement themselves.
+  // Caches a chunk in the level of tier `top` or the first below it that
+  // takes it, whatever the policy: for callers that decide placement themselves.
   void PutIn(uint64_t key, const ChunkKv& kv, Tier top);
-  // Where `key` is cached: kGpu, kCpu, or kDisk when in neither.
-  Tier Where(uint64_t key) const;
+  // The tier of the level that caches `key`, or nullopt when none does.
+  std::optional<Tier> Where(uint64_t key) const;
   // Chunks for which `pinned` is true are never evicted (in use by a request).
   void SetPinned(std::function<bool(uint64_t)> pinned) { pinned_ = std::move(pinned); }
   // Counts `bytes` the caller read from a tier below the caches (disk, remote).
@@ -93,17 +108,21 @@ class TieredCache {
 
   CacheCounters counters() const;
   int64_t used(Tier t) const;
-  int64_t capacity(Tier t) const { return t == Tier::kGpu ? opt_.gpu_bytes : opt_.cpu_bytes; }
+  int64_t capacity(Tier t) const;  // 0 for a tier that is not a level
   bool Contains(uint64_t key, Tier t) const;
   size_t entries(Tier t) const;
   const TierOptions& options() const { return opt_; }
 
  private:
   struct Level {
+    CacheLevel opt;
     std::unordered_map<uint64_t, ChunkKv> entries;
     std::unique_ptr<CachePolicy> policy;
+    std::unique_ptr<Pacer> copy_in;  // opt.copy_in_bytes_per_second, when set
     int64_t used = 0;
   };
+  // Bytes copied into each level, paced once the lock is released.
+  using Copies = std::vector<int64_t>;
   // Inserts into level `t`, evicting to make room; returns false when it cannot fit.
   bool InsertLocked(int t, uint64_t key, ChunkKv kv);
   // Whether `key` may enter level `t`: room, or the policy admits it past
@@ -114,20 +133,23 @@ class TieredCache {
   void RerankLocked(uint64_t key);
   // Removes `key` from level `t` and returns it. REQUIRES: present
   ChunkKv TakeLocked(int t, uint64_t key);
-  // A copy of `kv` in level t's memory. A copy into level 0 from elsewhere
-  // adds its bytes to `*h2d` (paced after the lock is released).
-  ChunkKv ToTier(const ChunkKv& kv, int t, int64_t* h2d);
-  // The emulated host-to-device link: waits for `bytes` at h2d_bytes_per_second.
-  void PaceCopy(int64_t bytes);
+  // The level of tier t, or -1.
+  int LevelOf(Tier t) const;
+  // A copy of `kv` in level t's memory. A copy from host memory into a level
+  // with a capped copy-in adds its bytes to `(*copies)[t]` (null: none).
+  ChunkKv ToTier(const ChunkKv& kv, int t, Copies* copies);
+  // Inserts a copy of `kv` into the first level from `top` down that takes it.
+  void PlaceLocked(int top, uint64_t key, const ChunkKv& kv, Copies* copies);
+  // The emulated links: waits for each level's copied bytes at its cap.
+  void PaceCopies(const Copies& copies);
 
   TierOptions opt_;
   mutable std::mutex mu_;
-  std::vector<Level> levels_;  // kCacheTiers of them, fastest first
+  std::vector<Level> levels_;  // fastest first; guarded by mu_
   std::function<bool(uint64_t)> pinned_ = [](uint64_t) { return false; };
   std::unique_ptr<Placement> placement_;
-  std::unordered_map<uint64_t, ChunkKv> pending_;  // read from disk, awaiting Observe (PlacesOnObserve)
-  CacheCounters counters_;
-  std::unique_ptr<Pacer> h2d_;  // TierOptions::h2d_bytes_per_second, when set
+  std::unordered_map<uint64_t, ChunkKv> pending_;  // read from below, awaiting Observe; guarded by mu_
+  CacheCounters counters_;                         // guarded by mu_
 };
 
 }  // namespace impress

@@ -83,7 +83,7 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   }
   RETURN_IF_ERROR(s->Recover(committed, so.fingerprint));
   TierOptions tiers = opt.tiers;
-  tiers.gpu_device = model.device();
+  tiers.device = model.device();
   ASSIGN_OR_RETURN(s->cache_, TieredCache::Create(tiers));
   PrefixIndex* index = &s->index_;
   s->cache_->SetPinned([index](uint64_t key) { return index->IsPinned(key >> 12); });

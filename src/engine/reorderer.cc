@@ -150,9 +150,9 @@ void Reorderer::RecacheLocked(const Candidate& cand, const ReorderedChunks& copy
   std::vector<std::array<int64_t, 2>> cached(g.layers, {0, 0});
   for (int l = 0; l < g.layers; ++l) {
     for (uint64_t id : old) {
-      const Tier t = ctx_.cache->Where(ChunkReader::CacheKey(id, l));
-      if (t == Tier::kDisk) continue;
-      cached[l][static_cast<int>(t)]++;
+      const std::optional<Tier> t = ctx_.cache->Where(ChunkReader::CacheKey(id, l));
+      if (!t) continue;
+      cached[l][static_cast<int>(*t)]++;
       ctx_.cache->Erase(ChunkReader::CacheKey(id, l));
     }
   }

@@ -240,10 +240,8 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
       so.dir = o.store;
       so.chunk_tokens = o.chunk;
       so.kv_dtype = o.kv_dtype;
-      so.tiers.gpu_bytes = o.gpu_cache;
-      so.tiers.cpu_bytes = o.cpu_cache;
+      so.tiers.levels = GpuCpuLevels(o.gpu_cache, o.cpu_cache, o.h2d_bw);
       so.tiers.policy = system.policy;
-      so.tiers.h2d_bytes_per_second = o.h2d_bw;
       so.disk_bytes_per_second = o.disk_bw;
       so.probe_layout = system.select.probe_layout;
       so.stored_copies = false;  // every system starts from the pool in token order

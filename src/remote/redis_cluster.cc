@@ -1,8 +1,10 @@
 #include "remote/redis_cluster.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <sys/time.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -76,11 +78,18 @@ uint16_t KeySlot(const char* key, size_t len) {
     }
     break;
   }
-  uint16_t crc = 0;  // CRC16-CCITT (XMODEM), the cluster specification's
-  for (size_t i = 0; i < len; ++i) {
-    crc ^= static_cast<uint16_t>(static_cast<uint8_t>(key[i])) << 8;
-    for (int b = 0; b < 8; ++b) crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
-  }
+  // CRC16-CCITT (XMODEM), the cluster specification's, a byte at a time.
+  static const std::array<uint16_t, 256> kTable = [] {
+    std::array<uint16_t, 256> t{};
+    for (int b = 0; b < 256; ++b) {
+      uint16_t crc = static_cast<uint16_t>(b << 8);
+      for (int i = 0; i < 8; ++i) crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
+      t[b] = crc;
+    }
+    return t;
+  }();
+  uint16_t crc = 0;
+  for (size_t i = 0; i < len; ++i) crc = static_cast<uint16_t>((crc << 8) ^ kTable[((crc >> 8) ^ static_cast<uint8_t>(key[i])) & 0xFF]);
   return crc % kSlots;
 }
 
@@ -120,7 +129,7 @@ redisContext* RedisCluster::Conn(int node, Status* error) {
     return nullptr;
   }
   redisSetTimeout(ctx, Timeval(opt_.timeout_ms));
-  if (n.connected_before) Count(&ClusterCounters::reconnects);
+  if (n.connected_before) Count(&ConnectorCounters::reconnects);
   n.connected_before = true;
   n.ctx = ctx;
   return ctx;
@@ -129,7 +138,7 @@ redisContext* RedisCluster::Conn(int node, Status* error) {
 void RedisCluster::CountTimeout(const redisContext* ctx) {
   // hiredis 0.14 reports a socket timeout as an I/O error with strerror's text.
   if (std::strstr(ctx->errstr, "timed out") != nullptr || std::strstr(ctx->errstr, "temporarily unavailable") != nullptr)
-    Count(&ClusterCounters::timeouts);
+    Count(&ConnectorCounters::timeouts);
 }
 
 void RedisCluster::Drop(int node) {
@@ -179,114 +188,149 @@ Status RedisCluster::LoadSlots() {
   return Status::IOError("no cluster node answered (" + tried + ")");
 }
 
+struct RedisCluster::Attempt {
+  explicit Attempt(size_t n) : ask(n, -1), failed(n) {}
+  std::vector<size_t> todo, retry;  // this attempt's commands, the next one's
+  std::vector<int> ask;             // a one-shot ASK target per command, or -1
+  std::vector<Status> failed;       // why a command is tried again
+  bool reload = false;              // read the slot map before the next attempt
+};
+
+std::string RedisCluster::AddressOf(int node) const { return Address(nodes_[node].host, nodes_[node].port); }
+
+std::vector<std::pair<int, std::vector<size_t>>> RedisCluster::Route(Attempt& a, const std::vector<Command>& cmds) {
+  std::map<int, std::vector<size_t>> by_node;
+  for (size_t i : a.todo) {
+    const Command& c = cmds[i];
+    int node = a.ask[i];
+    if (node < 0 && !slot_owner_.empty()) node = slot_owner_[KeySlot(c.argv[1], c.len[1])];
+    if (node >= 0) {
+      by_node[node].push_back(i);
+      continue;
+    }
+    a.failed[i] = Status::IOError("no master serves slot " + std::to_string(KeySlot(c.argv[1], c.len[1])));
+    a.retry.push_back(i);
+    a.reload = true;
+  }
+  return {by_node.begin(), by_node.end()};
+}
+
+std::vector<RedisCluster::Batch> RedisCluster::Send(Attempt& a, const std::vector<Command>& cmds) {
+  // Every master gets its commands before any reply is read, so the masters
+  // work side by side.
+  std::vector<Batch> batches;
+  for (auto& [node, list] : Route(a, cmds)) {
+    Status err;
+    redisContext* ctx = Conn(node, &err);
+    if (ctx != nullptr) {
+      for (size_t i : list) {
+        if (a.ask[i] >= 0) redisAppendCommand(ctx, "ASKING");
+        redisAppendCommandArgv(ctx, static_cast<int>(cmds[i].argv.size()), const_cast<const char**>(cmds[i].argv.data()),
+                               cmds[i].len.data());
+      }
+      int flushed = 0;
+      while (!flushed && redisBufferWrite(ctx, &flushed) == REDIS_OK) {
+      }
+      if (!flushed) {
+        CountTimeout(ctx);
+        err = Status::IOError(AddressOf(node) + ": " + ctx->errstr);
+        Drop(node);
+        ctx = nullptr;
+      }
+    }
+    if (ctx == nullptr) {
+      for (size_t i : list) a.failed[i] = err, a.retry.push_back(i);
+      a.reload = true;
+      continue;
+    }
+    batches.push_back({node, ctx, std::move(list)});
+  }
+  return batches;
+}
+
+void RedisCluster::Collect(Attempt& a, const std::vector<Command>& cmds, std::vector<Batch>& batches, const Done& done) {
+  std::vector<RespReader> readers;
+  readers.reserve(batches.size());
+  for (const Batch& b : batches) readers.emplace_back(b.ctx->fd);
+  // Reads the next reply of batch bi.
+  auto read_one = [&](size_t bi) {
+    Batch& b = batches[bi];
+    RespReader& in = readers[bi];
+    const size_t i = b.list[b.next++];
+    RespReply reply;
+    Status got = a.ask[i] >= 0 ? in.Next(nullptr, &reply) : Status::OK();  // ASKING's +OK
+    a.ask[i] = -1;
+    if (got.ok()) got = in.Next(cmds[i].landing, &reply);
+    if (got.ok() && b.next == b.list.size() && in.buffered()) got = Status::IOError("bytes past the last reply");
+    if (!got.ok()) {  // the connection is unusable: what it had not answered is tried again
+      if (in.timed_out()) Count(&ConnectorCounters::timeouts);
+      const Status lost = Status::IOError(AddressOf(b.node) + ": " + got.message());
+      for (size_t j = b.next - 1; j < b.list.size(); ++j) a.failed[b.list[j]] = lost, a.retry.push_back(b.list[j]);
+      b.next = b.list.size();
+      Drop(b.node);
+      a.reload = true;
+      return;
+    }
+    if (reply.type == RespReply::kError) OnError(a, i, AddressOf(b.node), reply.text, done);
+    else done(i, &reply, Status::OK());
+  };
+  // A reply is read from whichever master has one arriving, so that the
+  // client does not sleep on one master while another's replies wait.
+  std::vector<pollfd> fds;
+  std::vector<size_t> of;
+  for (;;) {
+    fds.clear();
+    of.clear();
+    bool buffered = false;
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      if (batches[bi].next >= batches[bi].list.size()) continue;
+      fds.push_back({batches[bi].ctx->fd, POLLIN, 0});
+      of.push_back(bi);
+      buffered = buffered || readers[bi].buffered();
+    }
+    if (fds.empty()) return;
+    // Nothing arriving within the timeout: each reader then waits out its own.
+    const bool waiting = buffered || ::poll(fds.data(), fds.size(), opt_.timeout_ms) <= 0;
+    for (size_t k = 0; k < fds.size(); ++k)
+      if (waiting ? readers[of[k]].buffered() || !buffered : fds[k].revents != 0) read_one(of[k]);
+  }
+}
+
+void RedisCluster::OnError(Attempt& a, size_t i, const std::string& addr, const std::string& e, const Done& done) {
+  int slot = 0, port = 0;
+  std::string host;
+  if (ParseRedirect(e, "MOVED", &slot, &host, &port)) {
+    slot_owner_[slot] = NodeFor(host, port);
+    Count(&ConnectorCounters::moved);
+  } else if (ParseRedirect(e, "ASK", &slot, &host, &port)) {
+    a.ask[i] = NodeFor(host, port);
+    Count(&ConnectorCounters::ask);
+  } else if (e.rfind("TRYAGAIN", 0) == 0 || e.rfind("CLUSTERDOWN", 0) == 0) {
+    a.reload = true;  // the cluster is settling
+  } else {
+    done(i, nullptr, Status::IOError(addr + ": " + e));  // OOM and the like: no retry helps
+    return;
+  }
+  a.failed[i] = Status::IOError(addr + ": " + e);
+  a.retry.push_back(i);
+}
+
 void RedisCluster::Run(const std::vector<Command>& cmds, const Done& done) {
-  std::vector<size_t> todo(cmds.size());
-  for (size_t i = 0; i < cmds.size(); ++i) todo[i] = i;
-  std::vector<int> ask(cmds.size(), -1);  // a one-shot ASK target
-  std::vector<Status> failed(cmds.size());
-  for (int attempt = 0; attempt < opt_.attempts && !todo.empty(); ++attempt) {
+  Attempt a(cmds.size());
+  for (size_t i = 0; i < cmds.size(); ++i) a.todo.push_back(i);
+  for (int attempt = 0; attempt < opt_.attempts && !a.todo.empty(); ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
-    std::map<int, std::vector<size_t>> by_node;
-    std::vector<size_t> retry;
-    for (size_t i : todo) {
-      const Command& c = cmds[i];
-      int node = ask[i];
-      if (node < 0 && !slot_owner_.empty()) node = slot_owner_[KeySlot(c.argv[1], c.len[1])];
-      if (node < 0) {
-        failed[i] = Status::IOError("no master serves slot " + std::to_string(KeySlot(c.argv[1], c.len[1])));
-        retry.push_back(i);
-      } else {
-        by_node[node].push_back(i);
-      }
-    }
-    bool reload = !retry.empty();
-    // Every master gets its commands before any reply is read, so the
-    // masters work side by side; replies are then taken one per master in
-    // turn, so none of them waits on a full socket while another is read.
-    struct Batch {
-      int node;
-      redisContext* ctx;
-      std::vector<size_t> list;
-      size_t next = 0;
-      std::string addr;
-    };
-    std::vector<Batch> batches;
-    for (auto& [node, list] : by_node) {
-      Status err;
-      redisContext* ctx = Conn(node, &err);
-      if (ctx != nullptr) {
-        for (size_t i : list) {
-          if (ask[i] >= 0) redisAppendCommand(ctx, "ASKING");
-          redisAppendCommandArgv(ctx, static_cast<int>(cmds[i].argv.size()), const_cast<const char**>(cmds[i].argv.data()),
-                                 cmds[i].len.data());
-        }
-        int flushed = 0;
-        while (!flushed && redisBufferWrite(ctx, &flushed) == REDIS_OK) {
-        }
-        if (!flushed) {
-          CountTimeout(ctx);
-          err = Status::IOError(Address(nodes_[node].host, nodes_[node].port) + ": " + ctx->errstr);
-          Drop(node);
-          ctx = nullptr;
-        }
-      }
-      if (ctx == nullptr) {
-        for (size_t i : list) failed[i] = err, retry.push_back(i);
-        reload = true;
-        continue;
-      }
-      batches.push_back({node, ctx, list, 0, Address(nodes_[node].host, nodes_[node].port)});
-    }
-    for (bool pending = true; pending;) {
-      pending = false;
-      for (Batch& b : batches) {
-        if (b.next >= b.list.size()) continue;
-        const size_t i = b.list[b.next++];
-        void* raw = nullptr;
-        bool ok = true;
-        if (ask[i] >= 0) {
-          ok = redisGetReply(b.ctx, &raw) == REDIS_OK;
-          if (raw) freeReplyObject(raw);
-          raw = nullptr;
-          ask[i] = -1;
-        }
-        ok = ok && redisGetReply(b.ctx, &raw) == REDIS_OK;
-        if (!ok) {  // the connection is gone: what it had not answered is tried again
-          CountTimeout(b.ctx);
-          const Status lost = Status::IOError(b.addr + ": " + b.ctx->errstr);
-          for (size_t j = b.next - 1; j < b.list.size(); ++j) failed[b.list[j]] = lost, retry.push_back(b.list[j]);
-          b.next = b.list.size();
-          Drop(b.node);
-          reload = true;
-          continue;
-        }
-        pending = pending || b.next < b.list.size();
-        auto* r = static_cast<redisReply*>(raw);
-        if (r->type != REDIS_REPLY_ERROR) {
-          done(i, r, Status::OK());
-          freeReplyObject(r);
-          continue;
-        }
-        const std::string e(r->str, r->len);
-        freeReplyObject(r);
-        int slot = 0, port = 0;
-        std::string host;
-        bool again = true;  // redirected or the cluster is settling: tried again
-        if (ParseRedirect(e, "MOVED", &slot, &host, &port)) slot_owner_[slot] = NodeFor(host, port), Count(&ClusterCounters::moved);
-        else if (ParseRedirect(e, "ASK", &slot, &host, &port)) ask[i] = NodeFor(host, port), Count(&ClusterCounters::ask);
-        else if (e.rfind("TRYAGAIN", 0) == 0 || e.rfind("CLUSTERDOWN", 0) == 0) reload = true;
-        else again = false;  // OOM and the like: no retry helps
-        if (again) failed[i] = Status::IOError(b.addr + ": " + e), retry.push_back(i);
-        else done(i, nullptr, Status::IOError(b.addr + ": " + e));
-      }
-    }
-    if (reload) {
-      Count(&ClusterCounters::slot_reloads);
+    a.retry.clear();
+    a.reload = false;
+    std::vector<Batch> batches = Send(a, cmds);
+    Collect(a, cmds, batches, done);
+    if (a.reload) {
+      Count(&ConnectorCounters::slot_reloads);
       (void)LoadSlots();  // keeps the old map when no node answers
     }
-    todo = std::move(retry);
+    a.todo = std::move(a.retry);
   }
-  for (size_t i : todo) done(i, nullptr, failed[i]);
+  for (size_t i : a.todo) done(i, nullptr, a.failed[i]);
 }
 
 std::vector<std::string> RedisCluster::masters() const {
@@ -317,10 +361,18 @@ void RedisCluster::RunOnMasters(const std::vector<std::string>& argv, const Done
       Drop(node);
       continue;
     }
-    if (r->type == REDIS_REPLY_ERROR)
-      done(index++, nullptr, Status::IOError(Address(nodes_[node].host, nodes_[node].port) + ": " + std::string(r->str, r->len)));
-    else
-      done(index++, r, Status::OK());
+    if (r->type == REDIS_REPLY_ERROR) {
+      done(index++, nullptr, Status::IOError(AddressOf(node) + ": " + std::string(r->str, r->len)));
+    } else {
+      RespReply reply;
+      reply.type = r->type == REDIS_REPLY_INTEGER ? RespReply::kInteger
+                   : r->type == REDIS_REPLY_NIL   ? RespReply::kNil
+                   : r->type == REDIS_REPLY_STATUS ? RespReply::kStatus
+                                                   : RespReply::kString;
+      reply.integer = r->integer;
+      if (r->str != nullptr) reply.text.assign(r->str, r->len), reply.len = r->len;
+      done(index++, &reply, Status::OK());
+    }
     freeReplyObject(r);
   }
 }

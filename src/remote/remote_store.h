@@ -1,4 +1,5 @@
-// The shared remote tier: prefix KV chunks on a Redis Cluster, named by
+// The shared remote tier: prefix KV chunks on a key-value service (a Redis
+// Cluster, through a Connector: remote/connector.h), named by
 // content (remote/content_key.h) so that every machine pointed at the same
 // cluster shares them. Layout (docs/remote.md):
 //
@@ -29,8 +30,8 @@
 
 #include "common/pacer.h"
 #include "common/status.h"
+#include "remote/connector.h"
 #include "remote/content_key.h"
-#include "remote/redis_cluster.h"
 #include "store/chunk_store.h"
 
 namespace impress {
@@ -53,13 +54,13 @@ struct RemoteCounters {
   std::atomic<int64_t> chunks_written{0};  // markers written (the chunk's parts before them)
   std::atomic<int64_t> write_errors{0};   // parts or markers that failed to be written
   std::atomic<int64_t> bytes_written{0};
-  ClusterCounters cluster;                // redirects, slot reloads, reconnects, timeouts
+  ConnectorCounters cluster;              // redirects, slot reloads, reconnects, timeouts
   nlohmann::ordered_json ToJson() const;
 };
 
 class RemoteStore {
  public:
-  // Connects to the cluster `opt.url` names. Errors (one line, naming the
+  // Connects to the service `opt.url` names. Errors (one line, naming the
   // address): a malformed URL, no node reachable, a node not in cluster mode.
   static StatusOr<std::unique_ptr<RemoteStore>> Connect(const RemoteOptions& opt);
   ~RemoteStore();  // writes still queued are sent first (Flush)
@@ -107,23 +108,18 @@ class RemoteStore {
 
  private:
   explicit RemoteStore(const RemoteOptions& opt);
-  // A client for this thread's call, from the pool or new; Give returns it.
-  StatusOr<std::unique_ptr<RedisCluster>> Take();
-  void Give(std::unique_ptr<RedisCluster> c);
   void WriterLoop();
-  void WriteOne(RedisCluster& c, const Chunk& chunk);
+  void WriteOne(const Chunk& chunk);
 
   RemoteOptions opt_;
-  std::vector<std::string> seeds_;
   std::unique_ptr<Pacer> pacer_;
   RemoteCounters counters_;
-  std::mutex pool_mu_;
-  std::vector<std::unique_ptr<RedisCluster>> idle_;
+  std::unique_ptr<Connector> connector_;
   // The writer: a queue of batches, drained in order by one thread.
   std::mutex write_mu_;
   std::condition_variable write_cv_, drained_cv_;
-  std::deque<std::vector<Chunk>> queue_;
-  bool writing_ = false, stop_ = false;
+  std::deque<std::vector<Chunk>> queue_;  // guarded by write_mu_
+  bool writing_ = false, stop_ = false;  // guarded by write_mu_
   std::thread writer_;
 };
 
