@@ -55,24 +55,41 @@ at::Tensor PairwiseJaccard(const at::Tensor& importance, int64_t k) {
   return MaskJaccard(SetMask(TopKSets(importance, k), importance.size(1)), k);
 }
 
-StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const std::string& prefix,
-                                    const std::vector<Doc>& docs, const HeadAnalysisOptions& o) {
-  const ModelConfig& c = model.config();
-  ASSIGN_OR_RETURN(std::vector<int32_t> prefix_ids, tok.Encode(prefix, false));
-  if (prefix_ids.empty()) return Status::InvalidArgument("head analysis needs a non-empty prefix");
-  // The documents' contexts share the prefix's first `base` tokens (the
-  // prefix's last token can merge with a document's first).
+namespace {
+
+// The documents' contexts and the tokens all of them share with the prefix
+// (the prefix's last token can merge with a document's first).
+struct SharedPrefix {
+  std::vector<int32_t> ids;
   std::vector<std::vector<int32_t>> contexts;
-  size_t base = prefix_ids.size();
+};
+
+StatusOr<SharedPrefix> ShareThePrefix(const Tokenizer& tok, const std::string& prefix, const std::vector<Doc>& docs) {
+  SharedPrefix s;
+  ASSIGN_OR_RETURN(s.ids, tok.Encode(prefix, false));
+  if (s.ids.empty()) return Status::InvalidArgument("head analysis needs a non-empty prefix");
+  size_t base = s.ids.size();
   for (const Doc& d : docs) {
     ASSIGN_OR_RETURN(ScoredContext ctx, TokenizeContext(tok, prefix + d.text));
     size_t common = 0;
-    while (common < std::min(base, ctx.ids.size()) && ctx.ids[common] == prefix_ids[common]) ++common;
+    while (common < std::min(base, ctx.ids.size()) && ctx.ids[common] == s.ids[common]) ++common;
     base = common;
-    contexts.push_back(std::move(ctx.ids));
+    s.contexts.push_back(std::move(ctx.ids));
   }
   if (base == 0) return Status::InvalidArgument("head analysis: the documents share no token with the prefix");
-  prefix_ids.resize(base);
+  s.ids.resize(base);
+  return s;
+}
+
+}  // namespace
+
+StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const std::string& prefix,
+                                    const std::vector<Doc>& docs, const HeadAnalysisOptions& o) {
+  const ModelConfig& c = model.config();
+  ASSIGN_OR_RETURN(SharedPrefix shared, ShareThePrefix(tok, prefix, docs));
+  std::vector<int32_t>& prefix_ids = shared.ids;
+  const std::vector<std::vector<int32_t>>& contexts = shared.contexts;
+  const size_t base = prefix_ids.size();
   HeadAnalysis a;
   a.layers = c.num_layers;
   a.heads = c.num_heads;

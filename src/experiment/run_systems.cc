@@ -194,9 +194,9 @@ nlohmann::ordered_json RunConfig::ToJson() const {
           {"remote", remote}, {"remote_bw", remote_bw}};
 }
 
-StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o) {
-  const TaskSpec* task = FindTask(o.task);
-  if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + o.task + "'");
+namespace {
+
+StatusOr<std::vector<System>> ParseSystems(const RunConfig& o) {
   std::vector<System> systems;
   for (const std::string& name : o.systems) {
     ASSIGN_OR_RETURN(System s, ParseSystem(name, o.retention, o.alpha));
@@ -207,19 +207,118 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
     }
     systems.push_back(s);
   }
-  ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(o.data, *task, task->train_split)));
-  ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadSplit(*task, SplitPath(o.data, *task, task->eval_split)));
-  PrefixPoolOptions po{o.pool, std::min(o.prefix_tokens, m.config().max_positions - 256), o.seed};
-  ASSIGN_OR_RETURN(std::vector<PooledPrefix> pool, BuildPrefixPool(train, tok, po));
+  return systems;
+}
+
+// What every system of a run serves: the prefix pool and the request stream.
+struct Workload {
+  std::vector<Doc> docs;
+  std::vector<PooledPrefix> pool;
   std::vector<std::vector<int32_t>> pool_ids;
-  for (const auto& p : pool) {
+  std::vector<Request> stream;
+};
+
+StatusOr<Workload> LoadWorkload(const Model& m, const Tokenizer& tok, const TaskSpec& task, const RunConfig& o) {
+  Workload w;
+  ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(task, SplitPath(o.data, task, task.train_split)));
+  ASSIGN_OR_RETURN(w.docs, LoadSplit(task, SplitPath(o.data, task, task.eval_split)));
+  PrefixPoolOptions po{o.pool, std::min(o.prefix_tokens, m.config().max_positions - 256), o.seed};
+  ASSIGN_OR_RETURN(w.pool, BuildPrefixPool(train, tok, po));
+  for (const auto& p : w.pool) {
     ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.Encode(p.text, false));
-    pool_ids.push_back(std::move(ids));
+    w.pool_ids.push_back(std::move(ids));
   }
   RequestStreamOptions ro{o.warmup + o.requests, o.mean, o.spread, o.seed};
-  const std::vector<Request> stream = MakeRequestStream(o.pool, static_cast<int>(docs.size()), ro);
-  const int layers = m.config().num_layers;
+  w.stream = MakeRequestStream(o.pool, static_cast<int>(w.docs.size()), ro);
+  return w;
+}
 
+// The store a system reuses KV from, filled with the pool (none for recomp).
+StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig& o, const System& system,
+                                                      RemoteStore* remote, const Workload& w, SystemRun* run) {
+  if (!system.reuse) return std::unique_ptr<PrefixStore>();
+  if (o.store.empty()) return Status::InvalidArgument("--store DIR is required for systems that reuse prefix KV");
+  PrefixStoreOptions so;
+  so.dir = o.store;
+  so.chunk_tokens = o.chunk;
+  so.kv_dtype = o.kv_dtype;
+  so.tiers.levels = GpuCpuLevels(o.gpu_cache, o.cpu_cache, o.h2d_bw);
+  so.tiers.policy = system.policy;
+  so.disk_bytes_per_second = o.disk_bw;
+  so.probe_layout = system.select.probe_layout;
+  so.stored_copies = false;  // every system starts from the pool in token order
+  if (remote != nullptr) so.backends.push_back(RemoteBackendFactory(remote));
+  run->policy = PolicyName(system.policy);
+  return OpenFilledStore(m, so, w.pool_ids, &run->fill);
+}
+
+// One system over the whole stream: its warm-up, then its measured requests.
+StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o, const System& system,
+                              RemoteStore* remote, const Workload& w) {
+  const int layers = m.config().num_layers;
+  SystemRun run;
+  run.system = system.name;
+  run.selection = SelectionCounters(layers);
+  ASSIGN_OR_RETURN(std::unique_ptr<PrefixStore> store, OpenSystemStore(m, o, system, remote, w, &run));
+  const nlohmann::ordered_json remote_before = remote ? remote->counters().ToJson() : nlohmann::ordered_json();
+  // IMPRESS's reordering: one pass ends the warm-up (finished before
+  // measuring); reorder_every adds passes beside the measured requests.
+  std::unique_ptr<ReorderWorker> reorderer;
+  if (system.reorder && store) reorderer = std::make_unique<ReorderWorker>(*store, ReorderWorkerOptions{});
+  Progress progress(std::string("run ") + run.system, static_cast<int64_t>(w.stream.size()));
+  for (size_t i = 0; i < w.stream.size(); ++i) {
+    const Request& r = w.stream[i];
+    const Doc& doc = w.docs[r.doc];
+    ASSIGN_OR_RETURN(ScoredContext ctx, TokenizeContext(tok, w.pool[r.prefix].text + doc.text));
+    const auto& pid = w.pool_ids[r.prefix];
+    int64_t storable = 0;
+    while (storable < static_cast<int64_t>(std::min(pid.size(), ctx.ids.size())) && pid[storable] == ctx.ids[storable])
+      ++storable;
+    RequestTrace trace;
+    std::unique_ptr<RewindableKv> kv;
+    ASSIGN_OR_RETURN(at::Tensor last, RunRequest(system, m, store.get(), ctx.ids, storable, &kv, &trace,
+                                                 RequestOptions{o.prefetch, o.speculate}));
+    ASSIGN_OR_RETURN(DocScore score, ScoreChoices(m, tok, ctx, last, *kv, doc));
+    progress.Update(static_cast<int64_t>(i) + 1);
+    if (reorderer && static_cast<int>(i) + 1 == o.warmup) {
+      reorderer->Trigger();
+      reorderer->Drain();
+    } else if (reorderer && o.reorder_every > 0 && (i + 1) % o.reorder_every == 0) {
+      reorderer->Trigger();
+    }
+    if (static_cast<int>(i) < o.warmup) continue;
+    run.per_request.push_back({{"prefix", r.prefix}, {"doc", r.doc}, {"ttft_ms", trace.ttft_ms},
+                               {"io_ms", trace.io_ms}, {"select_ms", trace.select_ms},
+                               {"reused_tokens", trace.reused_tokens}, {"disk_bytes", trace.load.bytes[2]},
+                               {"remote_bytes", trace.load.bytes[3]}, {"kv_chunks", trace.kv_chunks()},
+                               {"recomputed_after_error", trace.recomputed_after_error},
+                               {"pred", score.pred}, {"loglik", score.loglik}});
+    run.Add(trace, layers);
+    run.correct += score.pred == doc.gold;
+    run.n++;
+  }
+  if (reorderer) {
+    reorderer->Drain();
+    RETURN_IF_ERROR(reorderer->status());
+    run.reorder = true;
+    run.reorder_passes = reorderer->passes();
+    run.reordered = reorderer->stats();
+    run.footprint = store->Footprint();
+  }
+  if (remote) {
+    remote->Flush();  // this system's writes count as its own
+    run.remote = Delta(remote->counters().ToJson(), remote_before);
+  }
+  return run;
+}
+
+}  // namespace
+
+StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o) {
+  const TaskSpec* task = FindTask(o.task);
+  if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + o.task + "'");
+  ASSIGN_OR_RETURN(std::vector<System> systems, ParseSystems(o));
+  ASSIGN_OR_RETURN(Workload w, LoadWorkload(m, tok, *task, o));
   nlohmann::ordered_json result;
   result["config"] = o.ToJson();
   result["config"]["device"] = m.device().is_cuda() ? "cuda" : "cpu";
@@ -230,74 +329,7 @@ StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, cons
     ASSIGN_OR_RETURN(remote, RemoteStore::Connect(RemoteOptions{o.remote, o.remote_bw}));
   }
   for (const System& system : systems) {
-    SystemRun run;
-    run.system = system.name;
-    run.selection = SelectionCounters(layers);
-    std::unique_ptr<PrefixStore> store;
-    if (system.reuse) {
-      if (o.store.empty()) return Status::InvalidArgument("--store DIR is required for systems that reuse prefix KV");
-      PrefixStoreOptions so;
-      so.dir = o.store;
-      so.chunk_tokens = o.chunk;
-      so.kv_dtype = o.kv_dtype;
-      so.tiers.levels = GpuCpuLevels(o.gpu_cache, o.cpu_cache, o.h2d_bw);
-      so.tiers.policy = system.policy;
-      so.disk_bytes_per_second = o.disk_bw;
-      so.probe_layout = system.select.probe_layout;
-      so.stored_copies = false;  // every system starts from the pool in token order
-      if (remote) so.backends.push_back(RemoteBackendFactory(remote.get()));
-      run.policy = PolicyName(system.policy);
-      ASSIGN_OR_RETURN(store, OpenFilledStore(m, so, pool_ids, &run.fill));
-    }
-    const nlohmann::ordered_json remote_before = remote ? remote->counters().ToJson() : nlohmann::ordered_json();
-    // IMPRESS's reordering: one pass ends the warm-up (finished before
-    // measuring); reorder_every adds passes beside the measured requests.
-    std::unique_ptr<ReorderWorker> reorderer;
-    if (system.reorder && store) reorderer = std::make_unique<ReorderWorker>(*store, ReorderWorkerOptions{});
-    Progress progress(std::string("run ") + run.system, static_cast<int64_t>(stream.size()));
-    for (size_t i = 0; i < stream.size(); ++i) {
-      const Request& r = stream[i];
-      const Doc& doc = docs[r.doc];
-      ASSIGN_OR_RETURN(ScoredContext ctx, TokenizeContext(tok, pool[r.prefix].text + doc.text));
-      const auto& pid = pool_ids[r.prefix];
-      int64_t storable = 0;
-      while (storable < static_cast<int64_t>(std::min(pid.size(), ctx.ids.size())) && pid[storable] == ctx.ids[storable])
-        ++storable;
-      RequestTrace trace;
-      std::unique_ptr<RewindableKv> kv;
-      ASSIGN_OR_RETURN(at::Tensor last, RunRequest(system, m, store.get(), ctx.ids, storable, &kv, &trace,
-                                                   RequestOptions{o.prefetch, o.speculate}));
-      ASSIGN_OR_RETURN(DocScore score, ScoreChoices(m, tok, ctx, last, *kv, doc));
-      progress.Update(static_cast<int64_t>(i) + 1);
-      if (reorderer && static_cast<int>(i) + 1 == o.warmup) {
-        reorderer->Trigger();
-        reorderer->Drain();
-      } else if (reorderer && o.reorder_every > 0 && (i + 1) % o.reorder_every == 0) {
-        reorderer->Trigger();
-      }
-      if (static_cast<int>(i) < o.warmup) continue;
-      run.per_request.push_back({{"prefix", r.prefix}, {"doc", r.doc}, {"ttft_ms", trace.ttft_ms},
-                                 {"io_ms", trace.io_ms}, {"select_ms", trace.select_ms},
-                                 {"reused_tokens", trace.reused_tokens}, {"disk_bytes", trace.load.bytes[2]},
-                                 {"remote_bytes", trace.load.bytes[3]}, {"kv_chunks", trace.kv_chunks()},
-                                 {"recomputed_after_error", trace.recomputed_after_error},
-                                 {"pred", score.pred}, {"loglik", score.loglik}});
-      run.Add(trace, layers);
-      run.correct += score.pred == doc.gold;
-      run.n++;
-    }
-    if (reorderer) {
-      reorderer->Drain();
-      RETURN_IF_ERROR(reorderer->status());
-      run.reorder = true;
-      run.reorder_passes = reorderer->passes();
-      run.reordered = reorderer->stats();
-      run.footprint = store->Footprint();
-    }
-    if (remote) {
-      remote->Flush();  // this system's writes count as its own
-      run.remote = Delta(remote->counters().ToJson(), remote_before);
-    }
+    ASSIGN_OR_RETURN(SystemRun run, RunSystem(m, tok, o, system, remote.get(), w));
     result["runs"].push_back(run.ToJson(o.reorder_every));
   }
   return result;

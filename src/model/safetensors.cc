@@ -56,6 +56,60 @@ const char* DTypeName(DType d) {
   return "?";
 }
 
+namespace {
+
+// One header entry: its dtype, shape and byte range, checked against each
+// other and against the `data_size` bytes that follow the header.
+Status ParseEntry(const nlohmann::json& e, uint64_t data_size, TensorView* v,
+                  std::pair<uint64_t, uint64_t>* range) {
+  auto bad = [](const std::string& what) { return Status::InvalidArgument(what); };
+  if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
+    return bad("entry needs dtype, shape and data_offsets");
+  if (!e["dtype"].is_string()) return bad("dtype is not a string");
+  if (!ParseDType(e["dtype"].get<std::string>(), &v->dtype))
+    return bad("unknown dtype '" + e["dtype"].get<std::string>() + "'");
+  if (!e["shape"].is_array()) return bad("shape is not an array");
+  uint64_t numel = 1;
+  for (const auto& d : e["shape"]) {
+    if (!d.is_number_unsigned()) return bad("shape has a negative or non-integer dimension");
+    uint64_t n = d.get<uint64_t>();
+    if (n != 0 && numel > (UINT64_MAX / 16) / n) return bad("shape overflows");
+    numel *= n;
+    v->shape.push_back(static_cast<int64_t>(n));
+  }
+  const auto& off = e["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    return bad("data_offsets must be two non-negative integers");
+  uint64_t b = off[0].get<uint64_t>(), en = off[1].get<uint64_t>();
+  if (b > en) return bad("data_offsets begin " + std::to_string(b) + " is after end " + std::to_string(en));
+  if (en > data_size)
+    return bad("data_offsets end " + std::to_string(en) + " is past the end of the data (" +
+               std::to_string(data_size) + " bytes; file truncated?)");
+  if (en - b != numel * DTypeSize(v->dtype))
+    return bad("data_offsets span " + std::to_string(en - b) + " bytes but shape and dtype need " +
+               std::to_string(numel * DTypeSize(v->dtype)));
+  v->nbytes = en - b;
+  *range = {b, en};
+  return Status::OK();
+}
+
+// No two non-empty tensors share bytes.
+Status CheckNoOverlap(const std::vector<std::pair<uint64_t, uint64_t>>& ranges, const std::vector<std::string>& names) {
+  std::vector<size_t> order(ranges.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const auto& prev = ranges[order[i - 1]];
+    const auto& cur = ranges[order[i]];
+    if (cur.first < prev.second && cur.second > cur.first)
+      return Status::InvalidArgument("tensors '" + names[order[i - 1]] + "' and '" + names[order[i]] +
+                                     "' have overlapping data_offsets");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
   auto err = [&](const std::string& what) { return Status::InvalidArgument(path + ": " + what); };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -96,56 +150,22 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::stri
   }
   if (!header.is_object()) return err("header is not a JSON object");
 
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // data offsets [begin, end) of each tensor
   std::vector<std::string> range_names;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") continue;
-    const std::string& name = it.key();
-    const auto& e = it.value();
-    auto bad = [&](const std::string& what) { return err("tensor '" + name + "': " + what); };
-    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
-      return bad("entry needs dtype, shape and data_offsets");
-    if (!e["dtype"].is_string()) return bad("dtype is not a string");
     TensorView v;
-    if (!ParseDType(e["dtype"].get<std::string>(), &v.dtype))
-      return bad("unknown dtype '" + e["dtype"].get<std::string>() + "'");
-    if (!e["shape"].is_array()) return bad("shape is not an array");
-    uint64_t numel = 1;
-    for (const auto& d : e["shape"]) {
-      if (!d.is_number_unsigned()) return bad("shape has a negative or non-integer dimension");
-      uint64_t n = d.get<uint64_t>();
-      if (n != 0 && numel > (UINT64_MAX / 16) / n) return bad("shape overflows");
-      numel *= n;
-      v.shape.push_back(static_cast<int64_t>(n));
-    }
-    const auto& off = e["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      return bad("data_offsets must be two non-negative integers");
-    uint64_t b = off[0].get<uint64_t>(), en = off[1].get<uint64_t>();
-    if (b > en) return bad("data_offsets begin " + std::to_string(b) + " is after end " + std::to_string(en));
-    if (en > data_size)
-      return bad("data_offsets end " + std::to_string(en) + " is past the end of the data (" +
-                 std::to_string(data_size) + " bytes; file truncated?)");
-    if (en - b != numel * DTypeSize(v.dtype))
-      return bad("data_offsets span " + std::to_string(en - b) + " bytes but shape and dtype need " +
-                 std::to_string(numel * DTypeSize(v.dtype)));
-    v.data = base + 8 + header_len + b;
-    v.nbytes = en - b;
+    std::pair<uint64_t, uint64_t> range;
+    const Status st = ParseEntry(it.value(), data_size, &v, &range);
+    if (!st.ok()) return err("tensor '" + it.key() + "': " + st.message());
+    v.data = base + 8 + header_len + range.first;
     v.file = &f->path_;
-    ranges.push_back({b, en});
-    range_names.push_back(name);
-    f->tensors_.emplace(name, std::move(v));
+    ranges.push_back(range);
+    range_names.push_back(it.key());
+    f->tensors_.emplace(it.key(), std::move(v));
   }
-  std::vector<size_t> order(ranges.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
-  for (size_t i = 1; i < order.size(); ++i) {
-    const auto& prev = ranges[order[i - 1]];
-    const auto& cur = ranges[order[i]];
-    if (cur.first < prev.second && cur.second > cur.first)
-      return err("tensors '" + range_names[order[i - 1]] + "' and '" + range_names[order[i]] +
-                 "' have overlapping data_offsets");
-  }
+  const Status overlap = CheckNoOverlap(ranges, range_names);
+  if (!overlap.ok()) return err(overlap.message());
   return f;
 }
 

@@ -496,6 +496,39 @@ StatusOr<PostProcessor> ParsePostProcessor(const json& j) {
 
 using Decoder = std::function<std::vector<std::string>(std::vector<std::string>)>;
 
+// The ByteLevel decoder: each character of the byte alphabet back to its byte.
+std::vector<std::string> DecodeByteLevel(const std::string& s) {
+  std::string bytes;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = std::max<size_t>(1, Utf8Len(static_cast<unsigned char>(s[i])));
+    auto it = Bytes().to_byte.find(s.substr(i, n));
+    if (it != Bytes().to_byte.end()) bytes += static_cast<char>(it->second);
+    else bytes += s.substr(i, n);
+    i += n;
+  }
+  return {Utf8Lossy(bytes)};
+}
+
+// The ByteFallback decoder: runs of <0xXX> tokens become their bytes.
+std::vector<std::string> DecodeByteFallback(std::vector<std::string> t) {
+  std::vector<std::string> out;
+  std::string pending;
+  auto flush = [&] {
+    if (!pending.empty()) out.push_back(Utf8Lossy(pending));
+    pending.clear();
+  };
+  for (auto& x : t) {
+    if (x.size() == 6 && x.compare(0, 3, "<0x") == 0 && x[5] == '>') {
+      pending += static_cast<char>(std::stoi(x.substr(3, 2), nullptr, 16));
+    } else {
+      flush();
+      out.push_back(x);
+    }
+  }
+  flush();
+  return out;
+}
+
 StatusOr<Decoder> ParseDecoder(const json& j) {
   auto fuse = [](const std::vector<std::string>& t) {
     std::string s;
@@ -515,19 +548,7 @@ StatusOr<Decoder> ParseDecoder(const json& j) {
       return t;
     });
   }
-  if (type == "ByteLevel") {
-    return Decoder([fuse](std::vector<std::string> t) {
-      std::string s = fuse(t), bytes;
-      for (size_t i = 0; i < s.size();) {
-        size_t n = std::max<size_t>(1, Utf8Len(static_cast<unsigned char>(s[i])));
-        auto it = Bytes().to_byte.find(s.substr(i, n));
-        if (it != Bytes().to_byte.end()) bytes += static_cast<char>(it->second);
-        else bytes += s.substr(i, n);
-        i += n;
-      }
-      return std::vector<std::string>{Utf8Lossy(bytes)};
-    });
-  }
+  if (type == "ByteLevel") return Decoder([fuse](std::vector<std::string> t) { return DecodeByteLevel(fuse(t)); });
   if (type == "Replace") {
     ASSIGN_OR_RETURN(Pattern pat, ParsePattern(j.value("pattern", json::object())));
     std::string content = j.value("content", "");
@@ -536,26 +557,7 @@ StatusOr<Decoder> ParseDecoder(const json& j) {
       return t;
     });
   }
-  if (type == "ByteFallback") {
-    return Decoder([](std::vector<std::string> t) {
-      std::vector<std::string> out;
-      std::string pending;
-      auto flush = [&] {
-        if (!pending.empty()) out.push_back(Utf8Lossy(pending));
-        pending.clear();
-      };
-      for (auto& x : t) {
-        if (x.size() == 6 && x.compare(0, 3, "<0x") == 0 && x[5] == '>') {
-          pending += static_cast<char>(std::stoi(x.substr(3, 2), nullptr, 16));
-        } else {
-          flush();
-          out.push_back(x);
-        }
-      }
-      flush();
-      return out;
-    });
-  }
+  if (type == "ByteFallback") return Decoder(DecodeByteFallback);
   if (type == "Fuse") return Decoder([fuse](std::vector<std::string> t) { return std::vector<std::string>{fuse(t)}; });
   if (type == "Strip") {
     std::string content = j.value("content", " ");
@@ -604,6 +606,63 @@ struct Tokenizer::Impl {
   PostProcessor post_process;
   Decoder decode;
   int32_t vocab_size = 0;
+
+  // The BPE model's vocabulary, merges and flags (`m` is the file's "model").
+  Status ParseBpeModel(const json& m) {
+    Bpe& bpe = this->bpe;
+    for (auto& [tok, id] : m["vocab"].items()) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+        return Status::InvalidArgument("model.vocab['" + tok + "'] is not a valid id");
+      bpe.vocab[tok] = id.get<int32_t>();
+      id_to_token[id.get<int32_t>()] = tok;
+      vocab_size = std::max(vocab_size, id.get<int32_t>() + 1);
+    }
+    int32_t rank = 0;
+    for (const auto& mg : m["merges"]) {
+      std::string a, b;
+      if (mg.is_string()) {  // "a b"
+        const std::string s = mg.get<std::string>();
+        size_t sp = s.find(' ', 1);
+        if (sp == std::string::npos) return Status::InvalidArgument("model.merges[" + std::to_string(rank) + "] is not 'a b'");
+        a = s.substr(0, sp);
+        b = s.substr(sp + 1);
+      } else if (mg.is_array() && mg.size() == 2 && mg[0].is_string() && mg[1].is_string()) {
+        a = mg[0].get<std::string>();
+        b = mg[1].get<std::string>();
+      } else {
+        return Status::InvalidArgument("model.merges[" + std::to_string(rank) + "] is neither 'a b' nor [a, b]");
+      }
+      auto ia = bpe.vocab.find(a), ib = bpe.vocab.find(b), im = bpe.vocab.find(a + b);
+      if (ia == bpe.vocab.end() || ib == bpe.vocab.end() || im == bpe.vocab.end())
+        return Status::InvalidArgument("model.merges[" + std::to_string(rank) + "] uses a token missing from the vocabulary");
+      bpe.merges.emplace(Bpe::Key(ia->second, ib->second), std::make_pair(rank, im->second));
+      ++rank;
+    }
+    bpe.fuse_unk = m.value("fuse_unk", false);
+    bpe.byte_fallback = m.value("byte_fallback", false);
+    bpe.ignore_merges = m.value("ignore_merges", false);
+    if (m.contains("unk_token") && m["unk_token"].is_string()) {
+      auto it = bpe.vocab.find(m["unk_token"].get<std::string>());
+      if (it == bpe.vocab.end()) return Status::InvalidArgument("model.unk_token is not in the vocabulary");
+      bpe.unk_id = it->second;
+    }
+    return Status::OK();
+  }
+
+  // The file's "added_tokens".
+  Status ParseAddedTokens(const json& tokens) {
+    for (const auto& a : tokens) {
+      if (!a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") || !a["content"].is_string())
+        return Status::InvalidArgument("added_tokens entry needs integer 'id' and string 'content'");
+      AddedToken t{a["content"].get<std::string>(), a["id"].get<int32_t>(), a.value("special", false),
+                   a.value("lstrip", false), a.value("rstrip", false)};
+      id_to_token[t.id] = t.content;
+      special_ids[t.id] = t.special;
+      vocab_size = std::max(vocab_size, t.id + 1);
+      this->added.push_back(std::move(t));
+    }
+    return Status::OK();
+  }
 
   // Splits `text` around added tokens (leftmost, then longest), honouring
   // lstrip/rstrip. Returns segments; an added token is a segment with id >= 0.
@@ -662,53 +721,10 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path
       return fail("BPE dropout is not supported");
 
     auto impl = std::make_unique<Impl>();
-    Bpe& bpe = impl->bpe;
-    for (auto& [tok, id] : m["vocab"].items()) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-        return fail("model.vocab['" + tok + "'] is not a valid id");
-      bpe.vocab[tok] = id.get<int32_t>();
-      impl->id_to_token[id.get<int32_t>()] = tok;
-      impl->vocab_size = std::max(impl->vocab_size, id.get<int32_t>() + 1);
-    }
-    int32_t rank = 0;
-    for (const auto& mg : m["merges"]) {
-      std::string a, b;
-      if (mg.is_string()) {  // "a b"
-        const std::string s = mg.get<std::string>();
-        size_t sp = s.find(' ', 1);
-        if (sp == std::string::npos) return fail("model.merges[" + std::to_string(rank) + "] is not 'a b'");
-        a = s.substr(0, sp);
-        b = s.substr(sp + 1);
-      } else if (mg.is_array() && mg.size() == 2 && mg[0].is_string() && mg[1].is_string()) {
-        a = mg[0].get<std::string>();
-        b = mg[1].get<std::string>();
-      } else {
-        return fail("model.merges[" + std::to_string(rank) + "] is neither 'a b' nor [a, b]");
-      }
-      auto ia = bpe.vocab.find(a), ib = bpe.vocab.find(b), im = bpe.vocab.find(a + b);
-      if (ia == bpe.vocab.end() || ib == bpe.vocab.end() || im == bpe.vocab.end())
-        return fail("model.merges[" + std::to_string(rank) + "] uses a token missing from the vocabulary");
-      bpe.merges.emplace(Bpe::Key(ia->second, ib->second), std::make_pair(rank, im->second));
-      ++rank;
-    }
-    bpe.fuse_unk = m.value("fuse_unk", false);
-    bpe.byte_fallback = m.value("byte_fallback", false);
-    bpe.ignore_merges = m.value("ignore_merges", false);
-    if (m.contains("unk_token") && m["unk_token"].is_string()) {
-      auto it = bpe.vocab.find(m["unk_token"].get<std::string>());
-      if (it == bpe.vocab.end()) return fail("model.unk_token is not in the vocabulary");
-      bpe.unk_id = it->second;
-    }
-    for (const auto& a : j.value("added_tokens", json::array())) {
-      if (!a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") || !a["content"].is_string())
-        return fail("added_tokens entry needs integer 'id' and string 'content'");
-      AddedToken t{a["content"].get<std::string>(), a["id"].get<int32_t>(), a.value("special", false),
-                   a.value("lstrip", false), a.value("rstrip", false)};
-      impl->id_to_token[t.id] = t.content;
-      impl->special_ids[t.id] = t.special;
-      impl->vocab_size = std::max(impl->vocab_size, t.id + 1);
-      impl->added.push_back(std::move(t));
-    }
+    const Status model = impl->ParseBpeModel(m);
+    if (!model.ok()) return fail(model.message());
+    const Status added = impl->ParseAddedTokens(j.value("added_tokens", json::array()));
+    if (!added.ok()) return fail(added.message());
     auto wrap = [&](const char* what, const Status& s) { return fail(std::string(what) + ": " + s.message()); };
     auto norm = ParseNormalizer(j.value("normalizer", json()));
     if (!norm.ok()) return wrap("normalizer", norm.status());
