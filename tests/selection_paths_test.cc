@@ -1,7 +1,8 @@
 // One implementation of each selection method, two sources: selecting from
 // the tiered store (`run`: StoreSource, read-ahead and all) and from memory
 // (`eval`: SelectFromPrefix) choose the same tokens for every head of every
-// layer on the same prefix and queries, and give the same logits.
+// layer on the same prefix and queries, and give the same logits. Full
+// reuse (`as`) goes the same way: it keeps every token of every layer.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -63,15 +64,16 @@ TEST_P(SelectionPathsTest, StoreAndMemoryChooseTheSameTokens) {
   model_->Forward(prefix, 0, dense);
 
   int trusted = 0, fallbacks = 0;
-  for (const char* name : {"h2o-lru", "impress-itf"})
+  for (const char* name : {"as", "h2o-lru", "impress-itf"})
     for (double retention : {0.5, 0.25, 0.1})
       for (double alpha : {0.6, 1000.0})
         for (ItfUnit unit : {ItfUnit::kToken, ItfUnit::kChunk})
           for (ProbeLayout layout : {ProbeLayout::kFirst, ProbeLayout::kSpread}) {
             System sys = *ParseSystem(name, retention, alpha);
-            if (sys.select.kind == SelectorKind::kH2O &&
+            if (sys.select.kind != SelectorKind::kItf &&
                 (alpha != 0.6 || unit != ItfUnit::kToken || layout != ProbeLayout::kFirst))
-              continue;  // H2O has none of these knobs
+              continue;  // H2O and full reuse have none of these knobs
+            if (sys.select.kind == SelectorKind::kFull && retention != 0.5) continue;  // nor a retention
             sys.select.unit = unit;
             sys.select.probe_layout = layout;
             sys.select.chunk_tokens = o.chunk_tokens;
@@ -99,8 +101,8 @@ TEST_P(SelectionPathsTest, StoreAndMemoryChooseTheSameTokens) {
               ASSERT_TRUE(from_store.chosen.count(l) && from_memory.chosen.count(l)) << what << " layer " << l;
               EXPECT_TRUE(from_store.chosen[l].equal(from_memory.chosen[l])) << what << " layer " << l;
               EXPECT_EQ(from_store.fallback[l], from_memory.fallback[l]) << what << " layer " << l;
-              EXPECT_EQ(from_store.chosen[l].sum().item<int64_t>(),
-                        c.num_heads * RetainedTokens(retention, p)) << what << " layer " << l;
+              const int64_t kept = sys.select.kind == SelectorKind::kFull ? p : RetainedTokens(retention, p);
+              EXPECT_EQ(from_store.chosen[l].sum().item<int64_t>(), c.num_heads * kept) << what << " layer " << l;
               trusted += from_store.probed[l] && !from_store.fallback[l];
               fallbacks += from_store.fallback[l];
             }

@@ -101,21 +101,6 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   return Status::OK();
 }
 
-Status ChunkReader::LoadLayer(const std::vector<uint64_t>& chunks, int layer, at::Tensor* k, at::Tensor* v,
-                              LoadStats* stats) {
-  std::vector<ChunkParts> parts;
-  RETURN_IF_ERROR(Fetch(chunks, layer, kKeys | kValues, &parts, stats));
-  ObserveWhole(chunks, layer);
-  std::vector<at::Tensor> ks, vs;
-  for (auto& p : parts) {
-    ks.push_back(p.k);
-    vs.push_back(p.v);
-  }
-  *k = StackChunks(ks);
-  *v = StackChunks(vs);
-  return Status::OK();
-}
-
 void ChunkReader::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {
   if (!cache_->wants_observations()) return;
   std::vector<std::pair<uint64_t, double>> shares;

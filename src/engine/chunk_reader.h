@@ -64,9 +64,6 @@ class ChunkReader {
                LoadStats* stats) {
     return Fetch(chunks, layer, std::vector<uint8_t>(chunks.size(), parts), out, stats);
   }
-  // Keys and values of `chunks` in `layer`, as [kv_heads, n*C, head_dim] on
-  // the model's device and dtype; every token of every chunk counts as used.
-  Status LoadLayer(const std::vector<uint64_t>& chunks, int layer, at::Tensor* k, at::Tensor* v, LoadStats* stats);
   // Tells the score policy that every token of `chunks` was used (no effect
   // under LRU and LFU). Every load that is not a selection reports this way.
   void ObserveWhole(const std::vector<uint64_t>& chunks, int layer);

@@ -5,77 +5,12 @@
 #include <algorithm>
 
 #include "common/clock.h"
-#include "engine/layer_reads.h"
 #include "engine/store_source.h"
 #include "model/model.h"
 
 namespace impress {
 namespace {
 
-
-// Serves the matched prefix's stored KV layer by layer, loading layer l+1 on
-// another thread while layer l computes, and collects everything into `dense`.
-class ReuseKv final : public KvProvider {
- public:
-  ReuseKv(PrefixStore& store, const PrefixLease& lease, DenseKvCache& dense, int layers, bool prefetch)
-      : store_(store), lease_(lease), dense_(dense), prefetch_(prefetch),
-        loads_(layers, [this](int l) { return Load(l); }, store.load_stream()) {
-    if (prefetch_) loads_.Start(0);
-  }
-
-  PrefixKv Prefix(const LayerQkv& qkv) override {
-    const int l = qkv.layer;
-    auto t0 = Clock::now();
-    Loaded got = loads_.Take(l);
-    io_ms_ += Ms(t0, Clock::now());
-    if (prefetch_) loads_.Start(l + 1);
-    if (!got.status.ok()) {
-      if (status_.ok()) status_ = got.status;
-    } else {
-      store_.load_stream().HandOver(got.k);
-      store_.load_stream().HandOver(got.v);
-      LayerQkv loaded;
-      loaded.layer = l;
-      loaded.k = got.k;
-      loaded.v = got.v;
-      dense_.Append(loaded);
-    }
-    stats_ += got.stats;
-    return dense_.Prefix(qkv);
-  }
-  void Append(const LayerQkv& qkv) override { dense_.Append(qkv); }
-
-  const Status& status() const { return status_; }
-  double io_ms() const { return io_ms_; }
-  const LoadStats& stats() const { return stats_; }
-  // CUDA: the layers' device intervals (once the logits are on the host).
-  std::vector<DeviceLayerTimes> DeviceTimes() { return loads_.DeviceTimes(); }
-
- private:
-  struct Loaded {
-    Status status;
-    at::Tensor k, v;
-    LoadStats stats;
-  };
-  Loaded Load(int l) {
-    Loaded r;
-    r.status = store_.reader().LoadLayer(lease_.chunks, l, &r.k, &r.v, &r.stats);
-    if (r.status.ok()) {
-      r.k = ToTokenOrder(lease_, l, r.k);
-      r.v = ToTokenOrder(lease_, l, r.v);
-    }
-    return r;
-  }
-
-  PrefixStore& store_;
-  const PrefixLease& lease_;
-  DenseKvCache& dense_;
-  bool prefetch_;
-  Status status_;
-  double io_ms_ = 0;
-  LoadStats stats_;
-  LayerReads<Loaded> loads_;  // last: it waits for running loads before the rest goes
-};
 
 // What a request's selections report: importance into reordering's history
 // (systems that reorder), per-layer counters into the trace, and everything
@@ -197,16 +132,6 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
   if (m == 0) {
     last = recompute();
     computed = static_cast<DenseKvCache*>(kv_out->get());
-  } else if (system.select.kind == SelectorKind::kFull) {
-    auto dense = std::make_unique<DenseKvCache>(layers);
-    ReuseKv reuse(*store, lease, *dense, layers, opt.prefetch);
-    last = LastLogProbs(model.Forward(rest, m, reuse));
-    trace->device_layers = reuse.DeviceTimes();
-    load_error = reuse.status();
-    trace->io_ms = reuse.io_ms();
-    trace->load = reuse.stats();
-    computed = dense.get();
-    *kv_out = std::move(dense);
   } else {
     StoreSelector selector(system, *store, model, lease, opt, trace);
     auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });

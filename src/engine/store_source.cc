@@ -95,6 +95,12 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l) {
     for (ChunkParts& p : r.parts)
       for (at::Tensor* t : {&p.k, &p.v, &p.probe})
         if (t->defined() && !t->is_cuda()) *t = t->to(dev, /*non_blocking=*/t->is_pinned());
+  if (r.status.ok() && first_parts_ == (kKeys | kValues) && !chunks_.empty()) {
+    std::vector<at::Tensor> ks, vs;
+    for (const ChunkParts& p : r.parts) ks.push_back(p.k), vs.push_back(p.v);
+    r.k = impress::ToTokenOrder(lease_, l, store_.reader().StackChunks(ks));
+    r.v = impress::ToTokenOrder(lease_, l, store_.reader().StackChunks(vs));
+  }
   return r;
 }
 
@@ -106,8 +112,11 @@ Status StoreSource::Begin(int l) {
   layer_ = l;
   parts_.clear();
   guessed_.clear();
+  all_k_ = all_v_ = at::Tensor();
   if (!r.status.ok()) return r.status;
   parts_ = std::move(r.parts);
+  all_k_ = std::move(r.k);
+  all_v_ = std::move(r.v);
   trace_->speculated_chunks += static_cast<int64_t>(r.guessed.size());
   guessed_ = std::move(r.guessed);
   return Status::OK();
@@ -149,6 +158,14 @@ at::Tensor StoreSource::ChunkOf(int layer) {
 
 Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
   IMPRESS_CHECK(layer == layer_);
+  if (all_k_.defined()) {  // stacked by the read-ahead
+    store_.reader().ObserveWhole(chunks_, layer);
+    store_.load_stream().HandOver(all_k_);  // made on the load stream
+    store_.load_stream().HandOver(all_v_);
+    *k = all_k_;
+    *v = all_v_;
+    return Status::OK();
+  }
   const std::vector<int64_t> all = Every();
   RETURN_IF_ERROR(FetchSome(kKeys | kValues, all));
   store_.reader().ObserveWhole(chunks_, layer);

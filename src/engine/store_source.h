@@ -4,7 +4,9 @@
 // Around the method it adds what only a store needs:
 //  - read-ahead: layer l's query-independent part (the method's ReadAhead:
 //    keys, probe keys, or everything) is read on another thread while layer
-//    l-1 computes (Start), and taken when layer l begins (Begin);
+//    l-1 computes (Start), and taken when layer l begins (Begin); everything
+//    (full reuse, `as`) is also stacked in token order there, so that All
+//    finds the layer's KV ready;
 //  - speculation (RequestOptions::speculate, probe-key methods only): that
 //    read also takes the K and V of the chunks where the last gathered set's
 //    positions are likeliest, a guess at this layer's set;
@@ -62,6 +64,7 @@ class StoreSource final : public PrefixSource {
     std::vector<ChunkParts> parts;
     LoadStats stats;
     std::vector<int64_t> guessed;  // chunk indices whose K and V were read on the guess, ascending
+    at::Tensor k, v;               // ReadAhead::kAll: every chunk's, stacked in token order
   };
   FirstRead ReadFirst(int l);
   std::vector<int64_t> GuessedChunks(const Guess& g, int l) const;
@@ -85,6 +88,7 @@ class StoreSource final : public PrefixSource {
   bool speculate_;       // RequestOptions::speculate, where it applies
   int layer_ = -1;       // the layer Begin last took
   std::vector<ChunkParts> parts_;  // what the current layer has read
+  at::Tensor all_k_, all_v_;       // the current layer's FirstRead::k and v
   // The last gathering layer's. Layer l+1's first read (on another thread)
   // runs between Start(l + 1), after layer l's selection, and Begin(l + 1),
   // which takes that read before layer l+1's selection writes here.
