@@ -66,11 +66,11 @@ int RunRun(RunOptions o) {
     if (!store.empty() && o.axes.chunk.size() > 1) c.store = store + "/chunk" + std::to_string(p.chunk);
     auto r = RunSystems(**model, **tok, c);
     if (!r.ok()) return Fail(r.status());
-    (*r)["config"]["model"] = o.model;
+    r->model = o.model;
     if (!results.empty()) std::printf("\n");
     PrintRunReport(*r, stdout);
     std::fflush(stdout);
-    results.push_back(std::move(*r));
+    results.push_back(r->ToJson());
   }
   if (!o.json_path.empty()) {
     Status w = WriteTextFile(o.json_path, SweepResult(std::move(results)).dump(2) + "\n");

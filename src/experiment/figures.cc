@@ -23,17 +23,6 @@ using ojson = nlohmann::ordered_json;
 // The paper's TTFT retention: 50% for COPA, 25% for the others.
 double TtftRetention(const std::string& task) { return task == "copa" ? 0.5 : 0.25; }
 
-const ojson& RunOf(const ojson& result, const std::string& system) {
-  for (const auto& r : result["runs"])
-    if (r["system"] == system) return r;
-  static const ojson empty = ojson::object();
-  return empty;
-}
-
-double Ttft(const ojson& result, const std::string& system) {
-  return RunOf(result, system)["ttft_ms"]["mean"].get<double>();
-}
-
 double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 // Share of documents on which two evals' "preds" (same documents) name the same choice.
@@ -105,22 +94,22 @@ EvalConfig FigureRunner::BaseEval(std::vector<std::string> tasks) const {
   return c;
 }
 
-StatusOr<ojson> FigureRunner::Run(const FigureModel& m, RunConfig c) {
+StatusOr<RunResults> FigureRunner::Run(const FigureModel& m, RunConfig c) {
   c.store = store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
             (c.probe_layout == "first" ? "" : "-" + c.probe_layout);
   const std::string key = Key(m.dir, c).dump();
-  auto it = memo_.find(key);
-  if (it != memo_.end()) return it->second;
+  auto it = runs_.find(key);
+  if (it != runs_.end()) return it->second;
   // A run of every system at the same point answers for any subset of them.
   RunConfig every = c;
   every.systems = SystemNames();
-  it = memo_.find(Key(m.dir, every).dump());
-  if (it != memo_.end()) return it->second;
+  it = runs_.find(Key(m.dir, every).dump());
+  if (it != runs_.end()) return it->second;
   Announce("run " + Base(m.dir) + " " + c.task + ", pool " + std::to_string(c.pool) + ", chunk " +
           std::to_string(c.chunk) + ", alpha " + std::to_string(c.alpha).substr(0, 4));
-  ASSIGN_OR_RETURN(ojson r, RunSystems(*m.model, *m.tok, c));
-  r["config"]["model"] = m.dir;
-  return memo_[key] = std::move(r);
+  ASSIGN_OR_RETURN(RunResults r, RunSystems(*m.model, *m.tok, c));
+  r.model = m.dir;
+  return runs_[key] = std::move(r);
 }
 
 StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
@@ -137,7 +126,7 @@ StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
   return memo_[key] = std::move(r);
 }
 
-StatusOr<ojson> FigureRunner::AllSystems(const std::string& task) { return Run(models_[0], BaseRun(task)); }
+StatusOr<RunResults> FigureRunner::AllSystems(const std::string& task) { return Run(models_[0], BaseRun(task)); }
 
 StatusOr<Figure> FigureRunner::Make(const std::string& name) {
   if (name == "fig15") return Fig15();
@@ -219,21 +208,20 @@ StatusOr<Figure> FigureRunner::TtftFigure(const std::string& name) {
     f.columns = {"task", "ttft mean ms", "io mean ms", "io share"};
   }
   for (const std::string& task : scale_.tasks) {
-    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
+    ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
     if (name == "io-share") {
-      const ojson& r = RunOf(all, "as");
-      f.rows.push_back({task, r["ttft_ms"]["mean"], r["io_ms"]["mean"], r["io_share"]});
+      ASSIGN_OR_RETURN(const RunResult* r, all.Find("as"));
+      f.rows.push_back({task, r->ttft_ms.mean, r->io_ms_mean, r->io_share});
       continue;
     }
-    const double base_ttft = Ttft(all, "h2o-lfu");
-    const double base_io = RunOf(all, "h2o-lfu")["io_ms"]["mean"].get<double>();
+    ASSIGN_OR_RETURN(const RunResult* base, all.Find("h2o-lfu"));
     for (const std::string& s : systems) {
-      const ojson& r = RunOf(all, s);
-      const double ttft = r["ttft_ms"]["mean"], io = r["io_ms"]["mean"];
-      const double disk_mb = r["bytes_read"]["disk"].get<double>() / 1e6 / std::max(1, r["requests"].get<int>());
-      if (name == "fig16") f.rows.push_back({task, s, ttft, Ratio(base_ttft, ttft)});
-      if (name == "fig17") f.rows.push_back({task, s, io, disk_mb, Ratio(base_io, io)});
-      if (name == "tail") f.rows.push_back({task, s, r["ttft_ms"]["p99"], r["ttft_ms"]["p50"]});
+      ASSIGN_OR_RETURN(const RunResult* r, all.Find(s));
+      const double ttft = r->ttft_ms.mean, io = r->io_ms_mean;
+      const double disk_mb = static_cast<double>(r->bytes_read[Tier::kDisk]) / 1e6 / std::max(1, r->requests);
+      if (name == "fig16") f.rows.push_back({task, s, ttft, Ratio(base->ttft_ms.mean, ttft)});
+      if (name == "fig17") f.rows.push_back({task, s, io, disk_mb, Ratio(base->io_ms_mean, io)});
+      if (name == "tail") f.rows.push_back({task, s, r->ttft_ms.p99, r->ttft_ms.p50});
     }
   }
   if (scale_.disk_bw > 0)
@@ -253,13 +241,15 @@ StatusOr<Figure> FigureRunner::Fig18() {
   const std::vector<std::pair<std::string, std::string>> steps = {
       {"AS+H2O+LFU", "h2o-lfu"}, {"+ITF", "impress-itf"}, {"+RO", "impress-itf-ro"}, {"All (+score cache)", "impress"}};
   for (const std::string& task : scale_.tasks) {
-    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
-    const double total = Ttft(all, "h2o-lfu") - Ttft(all, "impress");
-    double prev = Ttft(all, "h2o-lfu");
+    ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
+    ASSIGN_OR_RETURN(const RunResult* base, all.Find("h2o-lfu"));
+    ASSIGN_OR_RETURN(const RunResult* best, all.Find("impress"));
+    const double total = base->ttft_ms.mean - best->ttft_ms.mean;
+    double prev = base->ttft_ms.mean;
     for (const auto& [step, s] : steps) {
-      const ojson& r = RunOf(all, s);
-      const double t = r["ttft_ms"]["mean"];
-      f.rows.push_back({task, step, s, t, r["ttft_ms"]["p99"], s == "h2o-lfu" ? 0.0 : Ratio(prev - t, total)});
+      ASSIGN_OR_RETURN(const RunResult* r, all.Find(s));
+      const double t = r->ttft_ms.mean;
+      f.rows.push_back({task, step, s, t, r->ttft_ms.p99, s == "h2o-lfu" ? 0.0 : Ratio(prev - t, total)});
       prev = t;
     }
   }
@@ -273,9 +263,9 @@ StatusOr<Figure> FigureRunner::Fig19() {
   f.paper = "varies by layer; under 20% of layers fall back";
   f.columns = {"task", "mean load ratio", "min", "max", "fallback share", "layers that fell back in >50% of requests"};
   for (const std::string& task : scale_.tasks) {
-    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
-    const ojson& r = RunOf(all, "impress-itf");
-    std::vector<double> load = r["layer_kv_load_ratio"], fb = r["layer_fallback_share"];
+    ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
+    ASSIGN_OR_RETURN(const RunResult* r, all.Find("impress-itf"));
+    const std::vector<double>&load = r->layer_kv_load_ratio, &fb = r->layer_fallback_share;
     double sum = 0, lo = 1, hi = 0;
     int often = 0;
     for (size_t l = 0; l < load.size(); ++l) {
@@ -284,7 +274,7 @@ StatusOr<Figure> FigureRunner::Fig19() {
       hi = std::max(hi, load[l]);
       often += fb[l] > 0.5;
     }
-    f.rows.push_back({task, load.empty() ? 0 : sum / load.size(), lo, hi, r["fallback_share"], often});
+    f.rows.push_back({task, load.empty() ? 0 : sum / load.size(), lo, hi, r->fallback_share, often});
     f.series[task] = {{"layer_kv_load_ratio", load}, {"layer_fallback_share", fb}};
   }
   return f;
@@ -297,8 +287,10 @@ StatusOr<Figure> FigureRunner::Fig20() {
   f.paper = "1.2x fewer chunks with RO";
   f.columns = {"task", "impress-itf", "impress-itf-ro", "without / with RO"};
   for (const std::string& task : scale_.tasks) {
-    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
-    const double a = RunOf(all, "impress-itf")["kv_chunks_per_request"], b = RunOf(all, "impress-itf-ro")["kv_chunks_per_request"];
+    ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
+    ASSIGN_OR_RETURN(const RunResult* itf, all.Find("impress-itf"));
+    ASSIGN_OR_RETURN(const RunResult* ro, all.Find("impress-itf-ro"));
+    const double a = itf->kv_chunks_per_request, b = ro->kv_chunks_per_request;
     f.rows.push_back({task, a, b, Ratio(a, b)});
   }
   return f;
@@ -311,9 +303,10 @@ StatusOr<Figure> FigureRunner::Fig21() {
   f.paper = "68% (LFU) -> 80% (score-based)";
   f.columns = {"task", "LFU (impress-itf-ro)", "score (impress)", "all loads LFU", "all loads score"};
   for (const std::string& task : scale_.tasks) {
-    ASSIGN_OR_RETURN(ojson all, AllSystems(task));
-    const ojson &a = RunOf(all, "impress-itf-ro"), &b = RunOf(all, "impress");
-    f.rows.push_back({task, a["kv_hit_gpu"], b["kv_hit_gpu"], a["hit_rate"]["gpu"], b["hit_rate"]["gpu"]});
+    ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
+    ASSIGN_OR_RETURN(const RunResult* a, all.Find("impress-itf-ro"));
+    ASSIGN_OR_RETURN(const RunResult* b, all.Find("impress"));
+    f.rows.push_back({task, a->kv_hit_gpu, b->kv_hit_gpu, a->hit_gpu, b->hit_gpu});
   }
   return f;
 }
@@ -328,15 +321,14 @@ StatusOr<Figure> FigureRunner::Fig22() {
     RunConfig c = BaseRun(scale_.task);
     c.systems = {"impress"};
     c.alpha = alpha;
-    ASSIGN_OR_RETURN(ojson run, Run(models_[0], c));
+    ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
     EvalConfig e = BaseEval({scale_.task});
     e.system = "impress-itf";
     e.retention = c.retention;
     e.alpha = alpha;
     ASSIGN_OR_RETURN(ojson ev, Eval(models_[0], e));
-    const ojson& r = RunOf(run, "impress");
-    f.rows.push_back({alpha, r["ttft_ms"]["mean"], r["kv_chunks_per_request"], r["fallback_share"],
-                      ev["results"][0]["acc"]});
+    ASSIGN_OR_RETURN(const RunResult* r, run.Find("impress"));
+    f.rows.push_back({alpha, r->ttft_ms.mean, r->kv_chunks_per_request, r->fallback_share, ev["results"][0]["acc"]});
   }
   f.notes.push_back("task " + scale_.task + "; accuracy from eval on " + std::to_string(scale_.docs) + " documents");
   return f;
@@ -352,9 +344,11 @@ StatusOr<Figure> FigureRunner::Fig23() {
     RunConfig c = BaseRun(scale_.task);
     c.systems = {"h2o-lfu", "impress"};
     c.chunk = chunk;
-    ASSIGN_OR_RETURN(ojson run, Run(models_[0], c));
-    const double a = Ttft(run, "h2o-lfu"), b = Ttft(run, "impress");
-    f.rows.push_back({chunk, a, b, Ratio(a, b), RunOf(run, "impress")["kv_chunks_per_request"]});
+    ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
+    ASSIGN_OR_RETURN(const RunResult* base, run.Find("h2o-lfu"));
+    ASSIGN_OR_RETURN(const RunResult* best, run.Find("impress"));
+    const double a = base->ttft_ms.mean, b = best->ttft_ms.mean;
+    f.rows.push_back({chunk, a, b, Ratio(a, b), best->kv_chunks_per_request});
   }
   f.notes.push_back("task " + scale_.task);
   return f;
@@ -370,9 +364,11 @@ StatusOr<Figure> FigureRunner::Fig24() {
     RunConfig c = BaseRun(scale_.task);
     c.systems = {"h2o-lfu", "impress"};
     c.pool = pool;
-    ASSIGN_OR_RETURN(ojson run, Run(models_[0], c));
-    const double a = Ttft(run, "h2o-lfu"), b = Ttft(run, "impress");
-    const double mb = double(pool) * c.prefix_tokens * run["config"]["kv_bytes_per_token"].get<double>() / 1e6;
+    ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
+    ASSIGN_OR_RETURN(const RunResult* base, run.Find("h2o-lfu"));
+    ASSIGN_OR_RETURN(const RunResult* best, run.Find("impress"));
+    const double a = base->ttft_ms.mean, b = best->ttft_ms.mean;
+    const double mb = double(pool) * c.prefix_tokens * static_cast<double>(run.kv_bytes_per_token) / 1e6;
     f.rows.push_back({pool, mb, a, b, Ratio(a, b)});
   }
   f.notes.push_back("task " + scale_.task + "; caches fixed while the pool grows");
@@ -388,9 +384,12 @@ StatusOr<Figure> FigureRunner::Fig25() {
   for (const FigureModel& m : models_) {
     RunConfig c = BaseRun(scale_.task);
     c.systems = {"as", "h2o-lfu", "impress"};
-    ASSIGN_OR_RETURN(ojson run, Run(m, c));
-    for (const std::string& s : c.systems)
-      f.rows.push_back({Base(m.dir), s, Ttft(run, s), Ratio(Ttft(run, "h2o-lfu"), Ttft(run, s))});
+    ASSIGN_OR_RETURN(RunResults run, Run(m, c));
+    ASSIGN_OR_RETURN(const RunResult* base, run.Find("h2o-lfu"));
+    for (const std::string& s : c.systems) {
+      ASSIGN_OR_RETURN(const RunResult* r, run.Find(s));
+      f.rows.push_back({Base(m.dir), s, r->ttft_ms.mean, Ratio(base->ttft_ms.mean, r->ttft_ms.mean)});
+    }
   }
   f.notes.push_back("task " + scale_.task + "; every --model given");
   return f;

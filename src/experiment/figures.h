@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "experiment/eval_tasks.h"
 #include "experiment/run_systems.h"
+#include "experiment/run_result.h"
 
 namespace impress {
 
@@ -79,13 +80,13 @@ class FigureRunner {
   const FigureScale& scale() const { return scale_; }
 
  private:
-  StatusOr<nlohmann::ordered_json> Run(const FigureModel& m, RunConfig c);
+  StatusOr<RunResults> Run(const FigureModel& m, RunConfig c);
   StatusOr<nlohmann::ordered_json> Eval(const FigureModel& m, EvalConfig c);
   RunConfig BaseRun(const std::string& task) const;
   // recomp on `tasks` at the accuracy scale.
   EvalConfig BaseEval(std::vector<std::string> tasks) const;
   // Every system over `task` at the base configuration (shared by Fig. 16-21).
-  StatusOr<nlohmann::ordered_json> AllSystems(const std::string& task);
+  StatusOr<RunResults> AllSystems(const std::string& task);
 
   StatusOr<Figure> Fig15();
   StatusOr<Figure> TtftFigure(const std::string& name);  // fig16, fig17, tail, io-share
@@ -102,7 +103,8 @@ class FigureRunner {
   std::vector<FigureModel> models_;
   FigureScale scale_;
   std::string data_, store_root_;
-  std::map<std::string, nlohmann::ordered_json> memo_;
+  std::map<std::string, nlohmann::ordered_json> memo_;  // evals and head analyses, by their configuration
+  std::map<std::string, RunResults> runs_;             // runs, by their configuration
 };
 
 }  // namespace impress

@@ -24,7 +24,7 @@ namespace {
 struct SystemRun {
   std::string system;
   std::vector<double> ttft, io, select;
-  nlohmann::json per_request = nlohmann::json::array();  // measured requests, in order (tails)
+  std::vector<RequestRow> per_request;  // measured requests, in order (tails)
   TierCounts bytes, hits;
   int64_t chunk_loads = 0, disk_chunks = 0, remote_chunks = 0;
   int64_t reused = 0, computed = 0, recomputed_after_error = 0;
@@ -45,11 +45,11 @@ struct SystemRun {
   // the layer's compute and the compute stream's wait (engine/load_stream.h).
   std::vector<double> device_load, device_compute, device_wait;
   int64_t device_requests = 0;
-  nlohmann::ordered_json fill;    // what opening the store computed or adopted
-  nlohmann::ordered_json remote;  // the remote tier's counters over this system's run (with --remote)
+  std::optional<FillCounts> fill;      // what opening the store computed or adopted
+  std::optional<RemoteTally> remote;   // the remote tier's counters over this system's run (with --remote)
 
   void Add(const RequestTrace& t, int layers);
-  nlohmann::ordered_json ToJson(int reorder_every) const;
+  RunResult Summarize(int reorder_every) const;
 };
 
 void SystemRun::Add(const RequestTrace& t, int layers) {
@@ -87,64 +87,73 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   speculated_used += t.speculated_used;
 }
 
-nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
-  const double ttft_mean = Mean(ttft), io_mean = Mean(io);
-  const double share = ttft_mean > 0 ? io_mean / ttft_mean : 0;
-  const double hit_gpu = chunk_loads ? double(hits[0]) / chunk_loads : 0;
-  const double hit_cpu = chunk_loads ? double(hits[1]) / chunk_loads : 0;
-  const double kept_share = selection.KeptShare();
+RunResult SystemRun::Summarize(int reorder_every) const {
+  RunResult r;
+  r.system = system;
+  r.requests = n;
+  r.ttft_ms = {Mean(ttft), Percentile(ttft, 50), Percentile(ttft, 99)};
+  r.io_ms_mean = Mean(io);
+  r.io_share = r.ttft_ms.mean > 0 ? r.io_ms_mean / r.ttft_ms.mean : 0;
+  r.select_ms_mean = Mean(select);
+  r.bytes_read = bytes;
+  r.hit_gpu = chunk_loads ? double(hits[Tier::kGpu]) / chunk_loads : 0;
+  r.hit_cpu = chunk_loads ? double(hits[Tier::kCpu]) / chunk_loads : 0;
+  r.chunks_read = disk_chunks;
+  r.remote_chunks_read = remote_chunks;
+  r.kept_share = selection.KeptShare();
   // Selection reads K/V of chunks holding kept tokens; as reads every chunk.
-  const double kv_chunks = n ? double(kept_share < 1.0 ? selected_chunks : chunk_loads) / n : 0;
+  r.kv_chunks_per_request = n ? double(r.kept_share < 1.0 ? selected_chunks : chunk_loads) / n : 0;
   // GPU hits among the chunks whose K/V were read (every load for as).
   const int64_t kv_n = kv_tier.Total();
-  const double kv_hit_gpu = kept_share < 1.0 ? (kv_n ? double(kv_tier[0]) / kv_n : 0) : hit_gpu;
-  std::vector<double> layer_kept, layer_load, layer_fallback;
+  r.kv_hit_gpu = r.kept_share < 1.0 ? (kv_n ? double(kv_tier[Tier::kGpu]) / kv_n : 0) : r.hit_gpu;
+  r.chunk_loads = chunk_loads;
+  r.reused_tokens = reused;
+  r.computed_tokens = computed;
+  r.recomputed_after_error = recomputed_after_error;
+  r.acc = n ? double(correct) / n : 0;
+  r.policy = policy;
+  r.fallback_share = selection.FallbackShare();
+  r.important_share_of_chunks_read = selected_chunks ? important_sum / selected_chunks : 0;
   for (size_t l = 0; l < selection.total.size(); ++l) {
-    layer_kept.push_back(selection.total[l] ? double(selection.kept[l]) / selection.total[l] : 1.0);
-    layer_load.push_back(prefix_chunks && l < layer_kv_chunks.size() ? double(layer_kv_chunks[l]) / prefix_chunks : 1.0);
-    layer_fallback.push_back(selection.probes[l] ? double(selection.fallbacks[l]) / selection.probes[l] : 0.0);
+    r.layer_kept_share.push_back(selection.total[l] ? double(selection.kept[l]) / selection.total[l] : 1.0);
+    r.layer_kv_load_ratio.push_back(prefix_chunks && l < layer_kv_chunks.size() ? double(layer_kv_chunks[l]) / prefix_chunks
+                                                                                : 1.0);
+    r.layer_fallback_share.push_back(selection.probes[l] ? double(selection.fallbacks[l]) / selection.probes[l] : 0.0);
   }
-  nlohmann::ordered_json j = {
-      {"system", system}, {"requests", n},
-      {"ttft_ms", {{"mean", ttft_mean}, {"p50", Percentile(ttft, 50)}, {"p99", Percentile(ttft, 99)}}},
-      {"io_ms", {{"mean", io_mean}}}, {"io_share", share}, {"select_ms", {{"mean", Mean(select)}}},
-      {"bytes_read", {{"gpu", bytes[0]}, {"cpu", bytes[1]}, {"disk", bytes[2]}, {"remote", bytes[3]}}},
-      {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", disk_chunks},
-      {"remote_chunks_read", remote_chunks},
-      {"kv_chunks_per_request", kv_chunks}, {"kv_hit_gpu", kv_hit_gpu}, {"chunk_loads", chunk_loads},
-      {"reused_tokens", reused}, {"computed_tokens", computed}, {"recomputed_after_error", recomputed_after_error},
-      {"acc", n ? double(correct) / n : 0}, {"policy", policy}, {"kept_share", kept_share},
-      {"fallback_share", selection.FallbackShare()},
-      {"important_share_of_chunks_read", selected_chunks ? important_sum / selected_chunks : 0},
-      {"layer_kept_share", layer_kept}, {"layer_kv_load_ratio", layer_load}, {"layer_fallback_share", layer_fallback},
-      {"speculated_chunks_per_request", n ? double(speculated) / n : 0},
-      {"speculated_used_share", speculated ? double(speculated_used) / speculated : 0},
-      {"per_request", per_request}};
+  r.speculated_chunks_per_request = n ? double(speculated) / n : 0;
+  r.speculated_used_share = speculated ? double(speculated_used) / speculated : 0;
+  r.per_request = per_request;
   if (device_requests > 0) {
     // The share of the read-aheads' time on the device that the compute
     // stream did not wait for: hidden under the previous layers' compute.
+    DeviceTimelineSection d;
     double load = 0, wait = 0;
-    nlohmann::ordered_json per_layer = nlohmann::ordered_json::array();
+    const double reqs = static_cast<double>(device_requests);
     for (size_t l = 0; l < device_load.size(); ++l) {
       load += device_load[l], wait += device_wait[l];
-      const double n = static_cast<double>(device_requests);
-      per_layer.push_back({{"load_ms", device_load[l] / n}, {"compute_ms", device_compute[l] / n}, {"wait_ms", device_wait[l] / n}});
+      d.per_layer_mean.push_back({device_load[l] / reqs, device_compute[l] / reqs, device_wait[l] / reqs});
     }
-    j["device_timeline"] = {{"copy_hidden_share", load > 0 ? std::max(0.0, 1.0 - wait / load) : 0.0},
-                            {"per_layer_mean", per_layer}};
+    d.copy_hidden_share = load > 0 ? std::max(0.0, 1.0 - wait / load) : 0.0;
+    r.device_timeline = d;
   }
-  if (!fill.is_null()) j["fill"] = fill;
-  if (!remote.is_null()) j["remote"] = remote;
+  r.fill = fill;
+  r.remote = remote;
   if (reorder) {
-    const ReorderFootprint& f = footprint;
-    j["reorder"] = {{"every_requests", reorder_every}, {"passes", reorder_passes},
-                    {"nodes_reordered", reordered.nodes_reordered}, {"chunks_written", reordered.chunks_written},
-                    {"bytes_freed", reordered.bytes_freed}, {"log_bytes_dropped", reordered.log_bytes_dropped},
-                    {"housekeeping_failures", reordered.housekeeping_failures},
-                    {"mapping_bytes", f.mapping_bytes}, {"score_bytes", f.score_bytes},
-                    {"history_bytes", f.history_bytes}, {"chunk_bytes", f.chunk_bytes}};
+    ReorderSection x;
+    x.every_requests = reorder_every;
+    x.passes = reorder_passes;
+    x.nodes_reordered = reordered.nodes_reordered;
+    x.chunks_written = reordered.chunks_written;
+    x.bytes_freed = reordered.bytes_freed;
+    x.log_bytes_dropped = reordered.log_bytes_dropped;
+    x.housekeeping_failures = reordered.housekeeping_failures;
+    x.mapping_bytes = footprint.mapping_bytes;
+    x.score_bytes = footprint.score_bytes;
+    x.history_bytes = footprint.history_bytes;
+    x.chunk_bytes = footprint.chunk_bytes;
+    r.reorder = x;
   }
-  return j;
+  return r;
 }
 
 // Opens the store for `system`, first writing every pool prefix it lacks
@@ -153,7 +162,7 @@ nlohmann::ordered_json SystemRun::ToJson(int reorder_every) const {
 // everything stored, caches cold. `fill` says what that took.
 StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixStoreOptions& so,
                                                       const std::vector<std::vector<int32_t>>& pool_ids,
-                                                      nlohmann::ordered_json* fill) {
+                                                      FillCounts* fill) {
   ASSIGN_OR_RETURN(std::unique_ptr<PrefixStore> store, PrefixStore::Open(m, so));
   int64_t adopted = 0, computed_prefixes = 0, computed_tokens = 0;
   Progress progress(std::string("fill store"), static_cast<int64_t>(pool_ids.size()));
@@ -169,17 +178,20 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixSto
     }
     progress.Update(static_cast<int64_t>(p) + 1);
   }
-  *fill = {{"computed_prefixes", computed_prefixes}, {"computed_tokens", computed_tokens}, {"adopted_chunks", adopted}};
+  *fill = {computed_prefixes, computed_tokens, adopted};
   if (computed_prefixes == 0 && adopted == 0) return store;
   store.reset();
   return PrefixStore::Open(m, so);
 }
 
-// counters after - before, field by field.
-nlohmann::ordered_json Delta(const nlohmann::ordered_json& after, const nlohmann::ordered_json& before) {
-  nlohmann::ordered_json d;
-  for (auto it = after.begin(); it != after.end(); ++it) d[it.key()] = it.value().get<int64_t>() - before[it.key()].get<int64_t>();
-  return d;
+RemoteTally TallyOf(const RemoteCounters& c) {
+  RemoteTally t;
+  t.lookups = c.lookups, t.chunks_found = c.chunks_found, t.parts_read = c.parts_read;
+  t.parts_missing = c.parts_missing, t.parts_corrupt = c.parts_corrupt, t.read_errors = c.read_errors;
+  t.bytes_read = c.bytes_read, t.chunks_written = c.chunks_written, t.write_errors = c.write_errors;
+  t.bytes_written = c.bytes_written, t.moved = c.cluster.moved, t.ask = c.cluster.ask;
+  t.slot_reloads = c.cluster.slot_reloads, t.reconnects = c.cluster.reconnects, t.timeouts = c.cluster.timeouts;
+  return t;
 }
 
 }  // namespace
@@ -249,7 +261,8 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   so.stored_copies = false;  // every system starts from the pool in token order
   if (remote != nullptr) so.backends.push_back(RemoteBackendFactory(remote));
   run->policy = PolicyName(system.policy);
-  return OpenFilledStore(m, so, w.pool_ids, &run->fill);
+  run->fill.emplace();
+  return OpenFilledStore(m, so, w.pool_ids, &*run->fill);
 }
 
 // One system over the whole stream: its warm-up, then its measured requests.
@@ -260,7 +273,7 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
   run.system = system.name;
   run.selection = SelectionCounters(layers);
   ASSIGN_OR_RETURN(std::unique_ptr<PrefixStore> store, OpenSystemStore(m, o, system, remote, w, &run));
-  const nlohmann::ordered_json remote_before = remote ? remote->counters().ToJson() : nlohmann::ordered_json();
+  const RemoteTally remote_before = remote ? TallyOf(remote->counters()) : RemoteTally();
   // IMPRESS's reordering: one pass ends the warm-up (finished before
   // measuring); reorder_every adds passes beside the measured requests.
   std::unique_ptr<ReorderWorker> reorderer;
@@ -287,12 +300,9 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
       reorderer->Trigger();
     }
     if (static_cast<int>(i) < o.warmup) continue;
-    run.per_request.push_back({{"prefix", r.prefix}, {"doc", r.doc}, {"ttft_ms", trace.ttft_ms},
-                               {"io_ms", trace.io_ms}, {"select_ms", trace.select_ms},
-                               {"reused_tokens", trace.reused_tokens}, {"disk_bytes", trace.load.bytes[2]},
-                               {"remote_bytes", trace.load.bytes[3]}, {"kv_chunks", trace.kv_chunks()},
-                               {"recomputed_after_error", trace.recomputed_after_error},
-                               {"pred", score.pred}, {"loglik", score.loglik}});
+    run.per_request.push_back({r.prefix, r.doc, trace.ttft_ms, trace.io_ms, trace.select_ms, trace.reused_tokens,
+                               trace.load.bytes[Tier::kDisk], trace.load.bytes[Tier::kRemote], trace.kv_chunks(),
+                               trace.recomputed_after_error, score.pred, score.loglik});
     run.Add(trace, layers);
     run.correct += score.pred == doc.gold;
     run.n++;
@@ -307,30 +317,29 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
   }
   if (remote) {
     remote->Flush();  // this system's writes count as its own
-    run.remote = Delta(remote->counters().ToJson(), remote_before);
+    run.remote = TallyOf(remote->counters()) - remote_before;
   }
   return run;
 }
 
 }  // namespace
 
-StatusOr<nlohmann::ordered_json> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o) {
+StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o) {
   const TaskSpec* task = FindTask(o.task);
   if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + o.task + "'");
   ASSIGN_OR_RETURN(std::vector<System> systems, ParseSystems(o));
   ASSIGN_OR_RETURN(Workload w, LoadWorkload(m, tok, *task, o));
-  nlohmann::ordered_json result;
-  result["config"] = o.ToJson();
-  result["config"]["device"] = m.device().is_cuda() ? "cuda" : "cpu";
-  result["config"]["kv_bytes_per_token"] = m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2);
-  result["runs"] = nlohmann::json::array();
+  RunResults result;
+  result.config = o;
+  result.device = m.device().is_cuda() ? "cuda" : "cpu";
+  result.kv_bytes_per_token = m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2);
   std::unique_ptr<RemoteStore> remote;
   if (!o.remote.empty()) {
     ASSIGN_OR_RETURN(remote, RemoteStore::Connect(RemoteOptions{o.remote, o.remote_bw}));
   }
   for (const System& system : systems) {
     ASSIGN_OR_RETURN(SystemRun run, RunSystem(m, tok, o, system, remote.get(), w));
-    result["runs"].push_back(run.ToJson(o.reorder_every));
+    result.runs.push_back(run.Summarize(o.reorder_every));
   }
   return result;
 }
@@ -348,83 +357,72 @@ std::string Size(double bytes) {
 
 }  // namespace
 
-void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out) {
-  const auto& c = result["config"];
+void PrintRunReport(const RunResults& result, std::FILE* out) {
+  const RunConfig& c = result.config;
   std::fprintf(out, "model %s, task %s, pool %d x %d tokens, %d requests (+%d warm-up), chunk %d, kv %s\n",
-               c.value("model", std::string("?")).c_str(), c["task"].get<std::string>().c_str(), c["pool"].get<int>(),
-               c["prefix_tokens"].get<int>(), c["requests"].get<int>(), c["warmup"].get<int>(), c["chunk"].get<int>(),
-               c["kv_dtype"].get<std::string>().c_str());
+               result.model.empty() ? "?" : result.model.c_str(), c.task.c_str(), c.pool, c.prefix_tokens, c.requests,
+               c.warmup, c.chunk, c.kv_dtype.c_str());
   std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s%s%s\n\n",
-               Size(c["gpu_cache"].get<double>()).c_str(),
-               c["device"] == "cuda" ? "CUDA" : "emulated in host memory", Size(c["cpu_cache"].get<double>()).c_str(),
-               Size(c["disk_bw"].get<double>()).c_str(), Size(c["h2d_bw"].get<double>()).c_str(),
-               c["kv_bytes_per_token"].get<long long>(), c["retention"].get<double>(), c["alpha"].get<double>(),
-               c.value("itf_unit", std::string("token")).c_str(), c.value("probe_layout", std::string("first")).c_str(),
-               c.value("prefetch", true) ? "" : "; no prefetch", c.value("speculate", false) ? "; speculative K/V" : "");
+               Size(static_cast<double>(c.gpu_cache)).c_str(),
+               result.device == "cuda" ? "CUDA" : "emulated in host memory", Size(static_cast<double>(c.cpu_cache)).c_str(),
+               Size(c.disk_bw).c_str(), Size(c.h2d_bw).c_str(), static_cast<long long>(result.kv_bytes_per_token),
+               c.retention, c.alpha, c.itf_unit.c_str(), c.probe_layout.c_str(), c.prefetch ? "" : "; no prefetch",
+               c.speculate ? "; speculative K/V" : "");
   std::fprintf(out, "| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | select ms | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
   std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const auto& r : result["runs"]) {
-    const auto& b = r["bytes_read"];
+  for (const RunResult& r : result.runs) {
+    const TierCounts& b = r.bytes_read;
     std::fprintf(out, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.1f | %.2f | %.3f | %.3f | %.3f |\n",
-                 r["system"].get<std::string>().c_str(), r["policy"].get<std::string>().c_str(),
-                 r["ttft_ms"]["mean"].get<double>(), r["ttft_ms"]["p50"].get<double>(), r["ttft_ms"]["p99"].get<double>(),
-                 r["io_ms"]["mean"].get<double>(), r["io_share"].get<double>(), r["select_ms"]["mean"].get<double>(),
-                 b["gpu"].get<double>() / 1e6, b["cpu"].get<double>() / 1e6, b["disk"].get<double>() / 1e6,
-                 r["hit_rate"]["gpu"].get<double>(), r["hit_rate"]["cpu"].get<double>(), r["chunk_loads"].get<long long>(),
-                 r["chunks_read"].get<long long>(), r["kv_chunks_per_request"].get<double>(), r["kv_hit_gpu"].get<double>(),
-                 r["kept_share"].get<double>(), r["fallback_share"].get<double>(), r["acc"].get<double>());
+                 r.system.c_str(), r.policy.c_str(), r.ttft_ms.mean, r.ttft_ms.p50, r.ttft_ms.p99, r.io_ms_mean,
+                 r.io_share, r.select_ms_mean, b[Tier::kGpu] / 1e6, b[Tier::kCpu] / 1e6, b[Tier::kDisk] / 1e6,
+                 r.hit_gpu, r.hit_cpu, static_cast<long long>(r.chunk_loads), static_cast<long long>(r.chunks_read),
+                 r.kv_chunks_per_request, r.kv_hit_gpu, r.kept_share, r.fallback_share, r.acc);
   }
   // The remote tier: what each system read from it, its faults, and what
   // opening the store adopted from it instead of computing.
-  if (!c.value("remote", std::string()).empty()) {
-    std::fprintf(out, "\nremote tier %s (read cap %s):\n", c["remote"].get<std::string>().c_str(),
-                 Size(c["remote_bw"].get<double>()).c_str());
+  if (!c.remote.empty()) {
+    std::fprintf(out, "\nremote tier %s (read cap %s):\n", c.remote.c_str(), Size(c.remote_bw).c_str());
     std::fprintf(out, "| system | MB remote | chunks from remote | parts missing | corrupt | read errors | recomputed requests | adopted chunks | computed prefixes | chunks published | MOVED | ASK | slot reloads | reconnects | timeouts |\n");
     std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (const auto& r : result["runs"]) {
-      if (!r.contains("remote") || !r.contains("fill")) continue;  // systems that do not reuse KV
-      const auto& x = r["remote"];
-      const auto& f = r["fill"];
-      std::fprintf(out, "| %s | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld |\n", r["system"].get<std::string>().c_str(),
-                   r["bytes_read"]["remote"].get<double>() / 1e6, r["remote_chunks_read"].get<long long>(),
-                   x["parts_missing"].get<long long>(), x["parts_corrupt"].get<long long>(), x["read_errors"].get<long long>(),
-                   r["recomputed_after_error"].get<long long>(), f["adopted_chunks"].get<long long>(),
-                   f["computed_prefixes"].get<long long>(), x["chunks_written"].get<long long>(),
-                   x["moved"].get<long long>(), x["ask"].get<long long>(), x["slot_reloads"].get<long long>(),
-                   x["reconnects"].get<long long>(), x["timeouts"].get<long long>());
+    for (const RunResult& r : result.runs) {
+      if (!r.remote || !r.fill) continue;  // systems that do not reuse KV
+      const RemoteTally& x = *r.remote;
+      auto ll = [](int64_t v) { return static_cast<long long>(v); };
+      std::fprintf(out, "| %s | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld |\n",
+                   r.system.c_str(), r.bytes_read[Tier::kRemote] / 1e6, ll(r.remote_chunks_read), ll(x.parts_missing),
+                   ll(x.parts_corrupt), ll(x.read_errors), ll(r.recomputed_after_error), ll(r.fill->adopted_chunks),
+                   ll(r.fill->computed_prefixes), ll(x.chunks_written), ll(x.moved), ll(x.ask), ll(x.slot_reloads),
+                   ll(x.reconnects), ll(x.timeouts));
     }
   }
   // Speculative K/V reads: how many, and how many the selection then needed.
-  for (const auto& r : result["runs"]) {
-    if (r.value("speculated_chunks_per_request", 0.0) <= 0) continue;
+  for (const RunResult& r : result.runs) {
+    if (r.speculated_chunks_per_request <= 0) continue;
     std::fprintf(out, "\n%s speculative K/V: %.1f (chunk, layer) pairs read ahead per request, %.1f%% of them needed\n",
-                 r["system"].get<std::string>().c_str(), r["speculated_chunks_per_request"].get<double>(),
-                 100.0 * r["speculated_used_share"].get<double>());
+                 r.system.c_str(), r.speculated_chunks_per_request, 100.0 * r.speculated_used_share);
   }
   // Reordering: what it rewrote, and its metadata against the chunks it describes.
-  for (const auto& r : result["runs"]) {
-    if (!r.contains("reorder")) continue;
-    const auto& f = r["reorder"];
-    const double cb = f["chunk_bytes"].get<double>() > 0 ? f["chunk_bytes"].get<double>() : 1.0;
+  for (const RunResult& r : result.runs) {
+    if (!r.reorder) continue;
+    const ReorderSection& f = *r.reorder;
+    const double cb = f.chunk_bytes > 0 ? static_cast<double>(f.chunk_bytes) : 1.0;
     std::fprintf(out, "\n%s reordering: %lld passes, %lld node copies installed, %lld (chunk, layer) pairs written, "
                  "%.1f MB of replaced copies freed and %.1f MB of their log records dropped; "
                  "mapping lists %.3f%%, scores %.3f%% and importance history %.3f%% of chunk bytes\n",
-                 r["system"].get<std::string>().c_str(), f["passes"].get<long long>(), f["nodes_reordered"].get<long long>(),
-                 f["chunks_written"].get<long long>(), f.value("bytes_freed", 0.0) / 1e6,
-                 f.value("log_bytes_dropped", 0.0) / 1e6, 100.0 * f["mapping_bytes"].get<double>() / cb,
-                 100.0 * f["score_bytes"].get<double>() / cb, 100.0 * f["history_bytes"].get<double>() / cb);
-    if (f.value("housekeeping_failures", 0) > 0)
+                 r.system.c_str(), static_cast<long long>(f.passes), static_cast<long long>(f.nodes_reordered),
+                 static_cast<long long>(f.chunks_written), f.bytes_freed / 1e6, f.log_bytes_dropped / 1e6,
+                 100.0 * f.mapping_bytes / cb, 100.0 * f.score_bytes / cb, 100.0 * f.history_bytes / cb);
+    if (f.housekeeping_failures > 0)
       std::fprintf(out, "%s reordering: %lld frees or log rewrites failed (a full disk?); later passes retried them\n",
-                   r["system"].get<std::string>().c_str(), f["housekeeping_failures"].get<long long>());
+                   r.system.c_str(), static_cast<long long>(f.housekeeping_failures));
   }
   // Fig. 19: per layer, the share of the prefix's chunks whose K/V were loaded and of IMPRESS probe tests that fell back.
-  for (const auto& r : result["runs"]) {
-    if (r["kept_share"].get<double>() >= 1.0) continue;
-    std::fprintf(out, "\n%s per layer (KV chunks loaded / fallback share):", r["system"].get<std::string>().c_str());
-    const auto& load = r["layer_kv_load_ratio"];
-    const auto& fb = r["layer_fallback_share"];
-    for (size_t l = 0; l < load.size(); ++l)
-      std::fprintf(out, "%s L%zu %.2f/%.2f", l % 6 == 0 ? "\n " : "", l, load[l].get<double>(), fb[l].get<double>());
+  for (const RunResult& r : result.runs) {
+    if (r.kept_share >= 1.0) continue;
+    std::fprintf(out, "\n%s per layer (KV chunks loaded / fallback share):", r.system.c_str());
+    for (size_t l = 0; l < r.layer_kv_load_ratio.size(); ++l)
+      std::fprintf(out, "%s L%zu %.2f/%.2f", l % 6 == 0 ? "\n " : "", l, r.layer_kv_load_ratio[l],
+                   r.layer_fallback_share[l]);
     std::fprintf(out, "\n");
   }
 }

@@ -11,50 +11,21 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "experiment/run_config.h"
+#include "experiment/run_result.h"
 
 namespace impress {
 
 class Model;
 class Tokenizer;
 
-struct RunConfig {
-  std::string task = "piqa";
-  std::string data = "data";                       // <data>/<task>/<split>.jsonl
-  std::vector<std::string> systems = {"recomp", "as"};
-  std::string store;                               // chunk store folder; required when a system reuses KV
-  int pool = 8;                                    // distinct prefixes
-  int prefix_tokens = 2048;                        // target length of each (capped by the model's window)
-  int requests = 50;                               // measured requests
-  int warmup = 10;                                 // requests run before measuring
-  int chunk = 64;                                  // tokens per chunk
-  int64_t gpu_cache = 64 << 20, cpu_cache = 128 << 20;  // bytes
-  double disk_bw = 0, h2d_bw = 0;                  // bytes/s caps (0: none)
-  std::string policy;                              // every system's cache policy (empty: each system's own)
-  std::string kv_dtype = "float16";
-  double mean = 0.5, spread = 0.2;                 // prefix popularity (fractions of the pool)
-  double retention = 0.25, alpha = 0.6;
-  std::string itf_unit = "token";                  // IMPRESS agreed set: "token" (the paper) or "chunk"
-  std::string probe_layout = "first";              // IMPRESS probe heads: "first" (the paper) or "spread"
-  uint64_t seed = 1234;
-  bool prefetch = true;
-  bool speculate = false;                          // ITF systems: RequestOptions::speculate
-  int reorder_every = 0;                           // RO systems: background pass every N requests (0: never)
-  std::string remote;                              // redis://HOST:PORT[,...]: the shared tier below the disk (empty: none)
-  double remote_bw = 0;                            // bytes/s cap on remote reads (0: none)
-
-  // Every field: the result's "config" and what identifies a run (the
-  // figures' memo key), so that a new field cannot be left out of either.
-  nlohmann::ordered_json ToJson() const;
-};
-
-// Runs every system of `config` over the same stream. The result is
-// {"config": {...}, "runs": [{"system", "ttft_ms", "io_ms", "bytes_read",
-// "layer_kv_load_ratio", "per_request", ...}, ...]} (README lists the fields).
-// Errors: unknown task or system, missing split, unusable store.
-StatusOr<nlohmann::ordered_json> RunSystems(Model& model, const Tokenizer& tok, const RunConfig& config);
+// Runs every system of `config` over the same stream (RunResults::ToJson is
+// the run JSON; README lists its fields). Errors: unknown task or system,
+// missing split, unusable store.
+StatusOr<RunResults> RunSystems(Model& model, const Tokenizer& tok, const RunConfig& config);
 
 // The table `impress run` prints for one RunSystems result, then its
-// reordering and per-layer (Fig. 19) lines.
-void PrintRunReport(const nlohmann::ordered_json& result, std::FILE* out);
+// remote, speculation, reordering and per-layer (Fig. 19) lines.
+void PrintRunReport(const RunResults& result, std::FILE* out);
 
 }  // namespace impress

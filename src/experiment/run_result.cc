@@ -1,0 +1,98 @@
+#include "experiment/run_result.h"
+
+namespace impress {
+
+RemoteTally RemoteTally::operator-(const RemoteTally& b) const {
+  RemoteTally d;
+  d.lookups = lookups - b.lookups;
+  d.chunks_found = chunks_found - b.chunks_found;
+  d.parts_read = parts_read - b.parts_read;
+  d.parts_missing = parts_missing - b.parts_missing;
+  d.parts_corrupt = parts_corrupt - b.parts_corrupt;
+  d.read_errors = read_errors - b.read_errors;
+  d.bytes_read = bytes_read - b.bytes_read;
+  d.chunks_written = chunks_written - b.chunks_written;
+  d.write_errors = write_errors - b.write_errors;
+  d.bytes_written = bytes_written - b.bytes_written;
+  d.moved = moved - b.moved;
+  d.ask = ask - b.ask;
+  d.slot_reloads = slot_reloads - b.slot_reloads;
+  d.reconnects = reconnects - b.reconnects;
+  d.timeouts = timeouts - b.timeouts;
+  return d;
+}
+
+nlohmann::ordered_json RemoteTally::ToJson() const {
+  return {{"lookups", lookups}, {"chunks_found", chunks_found}, {"parts_read", parts_read},
+          {"parts_missing", parts_missing}, {"parts_corrupt", parts_corrupt}, {"read_errors", read_errors},
+          {"bytes_read", bytes_read}, {"chunks_written", chunks_written}, {"write_errors", write_errors},
+          {"bytes_written", bytes_written}, {"moved", moved}, {"ask", ask}, {"slot_reloads", slot_reloads},
+          {"reconnects", reconnects}, {"timeouts", timeouts}};
+}
+
+nlohmann::ordered_json RunResult::ToJson() const {
+  nlohmann::json rows = nlohmann::json::array();  // keys in sorted order, as the run JSON has always had them
+  for (const RequestRow& x : per_request)
+    rows.push_back({{"prefix", x.prefix}, {"doc", x.doc}, {"ttft_ms", x.ttft_ms}, {"io_ms", x.io_ms},
+                    {"select_ms", x.select_ms}, {"reused_tokens", x.reused_tokens}, {"disk_bytes", x.disk_bytes},
+                    {"remote_bytes", x.remote_bytes}, {"kv_chunks", x.kv_chunks},
+                    {"recomputed_after_error", x.recomputed_after_error}, {"pred", x.pred}, {"loglik", x.loglik}});
+  const TierCounts& b = bytes_read;
+  nlohmann::ordered_json j = {
+      {"system", system}, {"requests", requests},
+      {"ttft_ms", {{"mean", ttft_ms.mean}, {"p50", ttft_ms.p50}, {"p99", ttft_ms.p99}}},
+      {"io_ms", {{"mean", io_ms_mean}}}, {"io_share", io_share}, {"select_ms", {{"mean", select_ms_mean}}},
+      {"bytes_read", {{"gpu", b[Tier::kGpu]}, {"cpu", b[Tier::kCpu]}, {"disk", b[Tier::kDisk]}, {"remote", b[Tier::kRemote]}}},
+      {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", chunks_read},
+      {"remote_chunks_read", remote_chunks_read},
+      {"kv_chunks_per_request", kv_chunks_per_request}, {"kv_hit_gpu", kv_hit_gpu}, {"chunk_loads", chunk_loads},
+      {"reused_tokens", reused_tokens}, {"computed_tokens", computed_tokens},
+      {"recomputed_after_error", recomputed_after_error}, {"acc", acc}, {"policy", policy},
+      {"kept_share", kept_share}, {"fallback_share", fallback_share},
+      {"important_share_of_chunks_read", important_share_of_chunks_read},
+      {"layer_kept_share", layer_kept_share}, {"layer_kv_load_ratio", layer_kv_load_ratio},
+      {"layer_fallback_share", layer_fallback_share},
+      {"speculated_chunks_per_request", speculated_chunks_per_request},
+      {"speculated_used_share", speculated_used_share}, {"per_request", rows}};
+  if (device_timeline) {
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    for (const DeviceTimelineSection::Layer& l : device_timeline->per_layer_mean)
+      layers.push_back({{"load_ms", l.load_ms}, {"compute_ms", l.compute_ms}, {"wait_ms", l.wait_ms}});
+    j["device_timeline"] = {{"copy_hidden_share", device_timeline->copy_hidden_share}, {"per_layer_mean", layers}};
+  }
+  if (fill)
+    j["fill"] = {{"computed_prefixes", fill->computed_prefixes}, {"computed_tokens", fill->computed_tokens},
+                 {"adopted_chunks", fill->adopted_chunks}};
+  if (remote) j["remote"] = remote->ToJson();
+  if (reorder) {
+    const ReorderSection& r = *reorder;
+    j["reorder"] = {{"every_requests", r.every_requests}, {"passes", r.passes},
+                    {"nodes_reordered", r.nodes_reordered}, {"chunks_written", r.chunks_written},
+                    {"bytes_freed", r.bytes_freed}, {"log_bytes_dropped", r.log_bytes_dropped},
+                    {"housekeeping_failures", r.housekeeping_failures},
+                    {"mapping_bytes", r.mapping_bytes}, {"score_bytes", r.score_bytes},
+                    {"history_bytes", r.history_bytes}, {"chunk_bytes", r.chunk_bytes}};
+  }
+  return j;
+}
+
+StatusOr<const RunResult*> RunResults::Find(const std::string& system) const {
+  for (const RunResult& r : runs)
+    if (r.system == system) return &r;
+  std::string had;
+  for (const RunResult& r : runs) had += (had.empty() ? "" : ", ") + r.system;
+  return Status::InvalidArgument("the run has no system '" + system + "' (it ran " + had + ")");
+}
+
+nlohmann::ordered_json RunResults::ToJson() const {
+  nlohmann::ordered_json j;
+  j["config"] = config.ToJson();
+  j["config"]["device"] = device;
+  j["config"]["kv_bytes_per_token"] = kv_bytes_per_token;
+  if (!model.empty()) j["config"]["model"] = model;
+  j["runs"] = nlohmann::ordered_json::array();
+  for (const RunResult& r : runs) j["runs"].push_back(r.ToJson());
+  return j;
+}
+
+}  // namespace impress

@@ -1,0 +1,101 @@
+// What `impress run` measures, as types: one RunResult per system, with one
+// ToJson (the run JSON's schema, README "Run JSON"). The report and the
+// figures read these fields; only files read JSON.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/tier.h"
+#include "common/status.h"
+#include "experiment/run_config.h"
+
+namespace impress {
+
+struct TtftSummary {
+  double mean = 0, p50 = 0, p99 = 0;
+};
+
+// One measured request.
+struct RequestRow {
+  int prefix = 0, doc = 0;
+  double ttft_ms = 0, io_ms = 0, select_ms = 0;
+  int64_t reused_tokens = 0, disk_bytes = 0, remote_bytes = 0, kv_chunks = 0;
+  bool recomputed_after_error = false;
+  int pred = 0;
+  std::vector<double> loglik;  // per choice
+};
+
+// What opening the store computed or adopted from a backend below the disk.
+struct FillCounts {
+  int64_t computed_prefixes = 0, computed_tokens = 0, adopted_chunks = 0;
+};
+
+// The remote tier's counters over one system's run (remote/remote_store.h).
+struct RemoteTally {
+  int64_t lookups = 0, chunks_found = 0, parts_read = 0, parts_missing = 0, parts_corrupt = 0, read_errors = 0,
+          bytes_read = 0, chunks_written = 0, write_errors = 0, bytes_written = 0;
+  int64_t moved = 0, ask = 0, slot_reloads = 0, reconnects = 0, timeouts = 0;
+  RemoteTally operator-(const RemoteTally& before) const;
+  nlohmann::ordered_json ToJson() const;
+};
+
+// Reordering over one system's run (engine/reorderer.h, ReorderWorker).
+struct ReorderSection {
+  int every_requests = 0;
+  int64_t passes = 0, nodes_reordered = 0, chunks_written = 0, bytes_freed = 0, log_bytes_dropped = 0,
+          housekeeping_failures = 0;
+  int64_t mapping_bytes = 0, score_bytes = 0, history_bytes = 0, chunk_bytes = 0;
+};
+
+// CUDA: the read-aheads' device intervals (engine/load_stream.h).
+struct DeviceTimelineSection {
+  struct Layer {
+    double load_ms = 0, compute_ms = 0, wait_ms = 0;
+  };
+  double copy_hidden_share = 0;   // of the read-aheads' device time, the share the compute stream did not wait for
+  std::vector<Layer> per_layer_mean;
+};
+
+struct RunResult {
+  std::string system;
+  int requests = 0;
+  TtftSummary ttft_ms;
+  double io_ms_mean = 0, io_share = 0, select_ms_mean = 0;
+  TierCounts bytes_read;
+  double hit_gpu = 0, hit_cpu = 0;  // of every chunk load
+  int64_t chunks_read = 0, remote_chunks_read = 0;
+  double kv_chunks_per_request = 0, kv_hit_gpu = 0;
+  int64_t chunk_loads = 0, reused_tokens = 0, computed_tokens = 0, recomputed_after_error = 0;
+  double acc = 0;
+  std::string policy;
+  double kept_share = 0, fallback_share = 0, important_share_of_chunks_read = 0;
+  std::vector<double> layer_kept_share, layer_kv_load_ratio, layer_fallback_share;
+  double speculated_chunks_per_request = 0, speculated_used_share = 0;
+  std::vector<RequestRow> per_request;
+  std::optional<DeviceTimelineSection> device_timeline;
+  std::optional<FillCounts> fill;      // systems that reuse KV
+  std::optional<RemoteTally> remote;   // with --remote
+  std::optional<ReorderSection> reorder;  // systems that reorder
+
+  nlohmann::ordered_json ToJson() const;
+};
+
+// Every system's result at one point, and the point.
+struct RunResults {
+  RunConfig config;
+  std::string model;   // the model's folder (set by the caller; empty: unknown)
+  std::string device;  // "cuda" or "cpu"
+  int64_t kv_bytes_per_token = 0;
+  std::vector<RunResult> runs;
+
+  // The system's result. Errors: the run has no such system (naming it).
+  StatusOr<const RunResult*> Find(const std::string& system) const;
+  nlohmann::ordered_json ToJson() const;
+};
+
+}  // namespace impress
