@@ -17,8 +17,7 @@ def load(d, name):
         return None
     with open(path) as f:
         fig = json.load(f)
-    cols = fig["columns"]
-    fig["dicts"] = [dict(zip(cols, r)) for r in fig["rows"]]
+    fig["dicts"] = [dict(zip(fig["column_ids"], r)) for r in fig["rows"]]  # rows by stable column id
     return fig
 
 
@@ -40,61 +39,61 @@ def by_task(fig, system_col, value_col):
 def headline(name, f):
     rows = f["dicts"]
     if name == "io-share":
-        return "as spends " + rng((100 * r["io share"] for r in rows), "{:.0f}", "%") + " of TTFT on I/O"
+        return "as spends " + rng((100 * r["io_share"] for r in rows), "{:.0f}", "%") + " of TTFT on I/O"
     if name == "head-jaccard":
-        m = sum(r["mean pairwise Jaccard (all heads)"] for r in rows) / len(rows)
-        p = sum(r["probe heads"] for r in rows) / len(rows)
-        return f"mean pairwise Jaccard {m:.2f} (probe heads {p:.2f}) vs {rows[0]['random sets']:.2f} for random sets"
+        m = sum(r["jaccard_all_heads"] for r in rows) / len(rows)
+        p = sum(r["jaccard_probe_heads"] for r in rows) / len(rows)
+        return f"mean pairwise Jaccard {m:.2f} (probe heads {p:.2f}) vs {rows[0]['jaccard_random']:.2f} for random sets"
     if name == "similarity-ratio":
-        return "; ".join(f"{r['selection ratio']:.2f}: {r['all heads']:.2f} vs random {r['random sets']:.2f}" for r in rows)
+        return "; ".join(f"{r['selection_ratio']:.2f}: {r['jaccard_all_heads']:.2f} vs random {r['jaccard_random']:.2f}" for r in rows)
     if name == "chunk-importance":
         note = [n for n in f["notes"] if n.startswith("mean important share")]
         return note[0] if note else ""
     if name == "fig15":
-        d = [r["impress-itf minus h2o-lru (points)"] for r in rows]
+        d = [r["itf_minus_h2o_points"] for r in rows]
         within = sum(abs(x) <= 1 for x in d)
         text = f"impress-itf minus h2o-lru: mean {sum(d) / len(d):+.2f} points, within 1 point in {within} of {len(d)} cells"
-        if rows and "h2o-lru agrees with recomp" in rows[0]:
-            h = [r["h2o-lru agrees with recomp"] for r in rows]
-            i = [r["impress-itf agrees with recomp"] for r in rows]
+        if rows and "h2o_lru_agrees" in rows[0]:
+            h = [r["h2o_lru_agrees"] for r in rows]
+            i = [r["impress_itf_agrees"] for r in rows]
             text += f"; answers kept from recomp: h2o-lru {sum(h) / len(h):.2f}, impress-itf {sum(i) / len(i):.2f}"
         return text
     if name == "fig16":
-        t = by_task(f, "system", "h2o-lfu / system")
+        t = by_task(f, "system", "h2o_lfu_over_system")
         return "impress " + rng((s["impress"] for s in t.values()), "{:.2f}", "x") + " lower than h2o-lfu; as " + \
             rng((s["as"] for s in t.values()), "{:.2f}", "x") + " lower than h2o-lfu too"
     if name == "fig17":
-        t = by_task(f, "system", "h2o-lfu / system (io time)")
+        t = by_task(f, "system", "h2o_lfu_over_system_io")
         return "impress " + rng((s["impress"] for s in t.values()), "{:.2f}", "x") + " less I/O time than h2o-lfu"
     if name == "tail":
-        t = by_task(f, "system", "ttft p99 ms")
+        t = by_task(f, "system", "ttft_p99_ms")
         task = "rte" if "rte" in t else next(iter(t))
         return f"{task}: " + ", ".join(f"{s} {v:.0f}" for s, v in t[task].items()) + " ms"
     if name == "fig18":
         parts = []
         for task in dict.fromkeys(r["task"] for r in rows):
             steps = [r for r in rows if r["task"] == task]
-            parts.append(f"{task} " + " > ".join(f"{r['ttft mean ms']:.0f}" for r in steps))
+            parts.append(f"{task} " + " > ".join(f"{r['ttft_mean_ms']:.0f}" for r in steps))
         return "mean TTFT ms, h2o-lfu > +ITF > +RO > All: " + "; ".join(parts)
     if name == "fig19":
-        return "mean per-layer load ratio " + rng(r["mean load ratio"] for r in rows) + ", fallback share " + \
-            rng(r["fallback share"] for r in rows)
+        return "mean per-layer load ratio " + rng(r["load_ratio_mean"] for r in rows) + ", fallback share " + \
+            rng(r["fallback_share"] for r in rows)
     if name == "fig20":
-        return rng((r["without / with RO"] for r in rows), "{:.2f}", "x") + " fewer chunks with RO"
+        return rng((r["without_over_with_ro"] for r in rows), "{:.2f}", "x") + " fewer chunks with RO"
     if name == "fig21":
-        return "; ".join(f"{r['task']} {r['LFU (impress-itf-ro)']:.2f} -> {r['score (impress)']:.2f}" for r in rows)
+        return "; ".join(f"{r['task']} {r['kv_hit_gpu_lfu']:.2f} -> {r['kv_hit_gpu_score']:.2f}" for r in rows)
     if name == "fig22":
         a, b = rows[0], rows[-1]
-        return (f"alpha {a['alpha']:g} -> {b['alpha']:g}: TTFT {a['ttft mean ms']:.0f} -> {b['ttft mean ms']:.0f} ms, "
-                f"K/V chunks {a['KV chunks/req']:.0f} -> {b['KV chunks/req']:.0f}, acc {a['acc (eval)']:.3f} -> {b['acc (eval)']:.3f}")
+        return (f"alpha {a['alpha']:g} -> {b['alpha']:g}: TTFT {a['ttft_mean_ms']:.0f} -> {b['ttft_mean_ms']:.0f} ms, "
+                f"K/V chunks {a['kv_chunks_per_request']:.0f} -> {b['kv_chunks_per_request']:.0f}, acc {a['acc']:.3f} -> {b['acc']:.3f}")
     if name == "fig23":
         return "impress " + rng((r["speedup"] for r in rows), "{:.2f}", "x") + " faster at chunk " + \
-            ",".join(str(r["chunk tokens"]) for r in rows)
+            ",".join(str(r["chunk_tokens"]) for r in rows)
     if name == "fig24":
         return "impress " + rng((r["speedup"] for r in rows), "{:.2f}", "x") + " faster at pools of " + \
-            rng((r["pool MB (KV)"] for r in rows), "{:.0f}", " MB")
+            rng((r["pool_mb"] for r in rows), "{:.0f}", " MB")
     if name == "fig25":
-        return "; ".join(f"{r['model']}: impress {r['h2o-lfu / system']:.2f}x" for r in rows if r["system"] == "impress")
+        return "; ".join(f"{r['model']}: impress {r['h2o_lfu_over_system']:.2f}x" for r in rows if r["system"] == "impress")
     return ""
 
 

@@ -3,9 +3,10 @@
 
 Usage: scripts/plot.py [DIR or FILE.json ...]   (default: results/figures)
 
-Every FILE.json becomes FILE.png. The JSON is the only input: its "columns"
-and "rows" are the figure's table, "series" what a table cannot hold (per-layer
-arrays, the head-by-head Jaccard matrices).
+Every FILE.json becomes FILE.png. The JSON is the only input: its "rows" are
+the figure's table, read by "column_ids" (stable; "columns" are the labels a
+reader sees), "series" what a table cannot hold (per-layer arrays, the
+head-by-head Jaccard matrices).
 """
 import json
 import os
@@ -17,8 +18,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def col(fig, name):
-    return fig["columns"].index(name)
+def col(fig, id):
+    return fig["column_ids"].index(id)
+
+
+def label(fig, id):
+    return fig["columns"][col(fig, id)]
 
 
 def grouped_bars(ax, fig, group, series, value, ylabel):
@@ -58,10 +63,10 @@ def lines(ax, fig, x, ys, ylabel, logx=False):
     xi = col(fig, x)
     for name in ys:
         yi = col(fig, name)
-        ax.plot([r[xi] for r in fig["rows"]], [r[yi] for r in fig["rows"]], marker="o", label=name)
+        ax.plot([r[xi] for r in fig["rows"]], [r[yi] for r in fig["rows"]], marker="o", label=label(fig, name))
     if logx:
         ax.set_xscale("log", base=2)
-    ax.set_xlabel(x)
+    ax.set_xlabel(label(fig, x))
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
 
@@ -95,7 +100,7 @@ def plot_head_jaccard(fig):
         ax.set_ylabel("head")
     f.colorbar(im, ax=axes[-2])
     ax = axes[-1]
-    lines(ax, fig, "layer", ["mean pairwise Jaccard (all heads)", "probe heads", "random sets"], "Jaccard")
+    lines(ax, fig, "layer", ["jaccard_all_heads", "jaccard_probe_heads", "jaccard_random"], "Jaccard")
     return f
 
 
@@ -122,9 +127,9 @@ def plot_fig19(fig):
 
 def plot_fig22(fig):
     f, ax = plt.subplots(figsize=(6, 3.4))
-    lines(ax, fig, "alpha", ["ttft mean ms"], "TTFT ms")
+    lines(ax, fig, "alpha", ["ttft_mean_ms"], "TTFT ms")
     ax2 = ax.twinx()
-    ai = col(fig, "acc (eval)")
+    ai = col(fig, "acc")
     ax2.plot([r[0] for r in fig["rows"]], [r[ai] for r in fig["rows"]], color="C3", marker="s", label="accuracy")
     ax2.set_ylabel("accuracy")
     ax2.legend(fontsize=7, loc="lower right")
@@ -140,23 +145,24 @@ def one_axis(draw):
 
 
 PLOTS = {
-    "io-share": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["io share"], "I/O share of TTFT (as)")),
+    "io-share": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["io_share"], "I/O share of TTFT (as)")),
     "head-jaccard": plot_head_jaccard,
     "similarity-ratio": one_axis(lambda ax, fig: lines(
-        ax, fig, "selection ratio", ["all heads", "probe heads", "random sets", "threshold (alpha 0.6)"], "Jaccard")),
+        ax, fig, "selection_ratio", ["jaccard_all_heads", "jaccard_probe_heads", "jaccard_random", "jaccard_threshold"],
+        "Jaccard")),
     "chunk-importance": plot_chunk_importance,
     "fig15": plot_fig15,
-    "fig16": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft mean ms", "mean TTFT ms")),
-    "fig17": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "io mean ms", "I/O time ms")),
-    "tail": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft p99 ms", "p99 TTFT ms")),
-    "fig18": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "step", "ttft mean ms", "mean TTFT ms")),
+    "fig16": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft_mean_ms", "mean TTFT ms")),
+    "fig17": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "io_mean_ms", "I/O time ms")),
+    "tail": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft_p99_ms", "p99 TTFT ms")),
+    "fig18": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "step", "ttft_mean_ms", "mean TTFT ms")),
     "fig19": plot_fig19,
-    "fig20": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["impress-itf", "impress-itf-ro"], "K/V chunks per request")),
-    "fig21": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["LFU (impress-itf-ro)", "score (impress)"], "GPU hit rate")),
+    "fig20": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["kv_chunks_impress_itf", "kv_chunks_impress_itf_ro"], "K/V chunks per request")),
+    "fig21": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["kv_hit_gpu_lfu", "kv_hit_gpu_score"], "GPU hit rate")),
     "fig22": plot_fig22,
-    "fig23": one_axis(lambda ax, fig: lines(ax, fig, "chunk tokens", ["h2o-lfu ttft ms", "impress ttft ms"], "mean TTFT ms", logx=True)),
-    "fig24": one_axis(lambda ax, fig: lines(ax, fig, "pool prefixes", ["h2o-lfu ttft ms", "impress ttft ms"], "mean TTFT ms", logx=True)),
-    "fig25": one_axis(lambda ax, fig: grouped_bars(ax, fig, "model", "system", "ttft mean ms", "mean TTFT ms")),
+    "fig23": one_axis(lambda ax, fig: lines(ax, fig, "chunk_tokens", ["h2o_lfu_ttft_ms", "impress_ttft_ms"], "mean TTFT ms", logx=True)),
+    "fig24": one_axis(lambda ax, fig: lines(ax, fig, "pool_prefixes", ["h2o_lfu_ttft_ms", "impress_ttft_ms"], "mean TTFT ms", logx=True)),
+    "fig25": one_axis(lambda ax, fig: grouped_bars(ax, fig, "model", "system", "ttft_mean_ms", "mean TTFT ms")),
 }
 
 

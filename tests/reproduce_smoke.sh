@@ -21,6 +21,9 @@ for n in names:
     j = json.load(open(os.path.join(d, n + ".json")))
     assert j["name"] == n and j["rows"], n
     assert all(len(r) == len(j["columns"]) for r in j["rows"]), n
+    ids = j["column_ids"]  # what scripts read: one per column, distinct, lower_snake
+    assert len(ids) == len(j["columns"]) and len(set(ids)) == len(ids), n
+    assert all(i and i.replace("_", "").isalnum() and i == i.lower() for i in ids), (n, ids)
     assert j["command"].startswith("impress reproduce " + n), n
     assert j["machine"]["cores"] > 0, n
     rows = list(csv.reader(open(os.path.join(d, n + ".csv"))))

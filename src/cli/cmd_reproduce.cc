@@ -127,7 +127,7 @@ std::string Csv(const Figure& f) {
   std::string out;
   for (size_t i = 0; i < f.columns.size(); ++i) {
     if (i) out += ',';
-    out += CsvField(f.columns[i]);
+    out += CsvField(f.columns[i].label);
   }
   out += '\n';
   for (const auto& row : f.rows) {
@@ -150,7 +150,7 @@ std::string Markdown(const Figure& f, const std::string& command, const nlohmann
                    : std::string("its experiments ran for an earlier figure of the same invocation"))
      << ".\n\n";
   md << "|";
-  for (const auto& c : f.columns) md << " " << c << " |";
+  for (const auto& c : f.columns) md << " " << c.label << " |";
   md << "\n|";
   for (size_t i = 0; i < f.columns.size(); ++i) md << "---|";
   md << "\n";
@@ -213,7 +213,7 @@ int RunReproduce(ReproduceOptions o) {
     nlohmann::ordered_json j = {{"name", fig->name}, {"title", fig->title}, {"paper", fig->paper},
                                 {"command", command}, {"scale", ScaleJson(o.scale)}, {"machine", machine},
                                 {"seconds", secs},
-                                {"models", o.models}, {"columns", fig->columns}, {"rows", fig->rows},
+                                {"models", o.models}, {"columns", fig->labels()}, {"column_ids", fig->ids()}, {"rows", fig->rows},
                                 {"series", fig->series}, {"notes", fig->notes}};
     const std::string base = o.out + "/" + name;
     for (const auto& [path, text] : {std::pair<std::string, std::string>{base + ".json", j.dump(2) + "\n"},

@@ -94,6 +94,18 @@ EvalConfig FigureRunner::BaseEval(std::vector<std::string> tasks) const {
   return c;
 }
 
+std::vector<std::string> Figure::labels() const {
+  std::vector<std::string> out;
+  for (const FigureColumn& c : columns) out.push_back(c.label);
+  return out;
+}
+
+std::vector<std::string> Figure::ids() const {
+  std::vector<std::string> out;
+  for (const FigureColumn& c : columns) out.push_back(c.id);
+  return out;
+}
+
 StatusOr<RunResults> FigureRunner::Run(const FigureModel& m, RunConfig c) {
   c.store = store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
             (c.probe_layout == "first" ? "" : "-" + c.probe_layout);
@@ -150,8 +162,7 @@ StatusOr<Figure> FigureRunner::Fig15() {
   f.name = "fig15";
   f.title = "Accuracy vs retention";
   f.paper = "IMPRESS within 1 point of AS+H2O+LRU everywhere, 0.2 points on average";
-  f.columns = {"task", "retention", "recomp", "h2o-lru", "impress-itf", "impress-itf minus h2o-lru (points)",
-               "h2o-lru agrees with recomp", "impress-itf agrees with recomp"};
+  f.columns = {{"task", "task"}, {"retention", "retention"}, {"acc_recomp", "recomp"}, {"acc_h2o_lru", "h2o-lru"}, {"acc_impress_itf", "impress-itf"}, {"itf_minus_h2o_points", "impress-itf minus h2o-lru (points)"}, {"h2o_lru_agrees", "h2o-lru agrees with recomp"}, {"impress_itf_agrees", "impress-itf agrees with recomp"}};
   const EvalConfig base = BaseEval(scale_.tasks);
   ASSIGN_OR_RETURN(ojson recomp, Eval(models_[0], base));
   double diff_sum = 0;
@@ -190,22 +201,22 @@ StatusOr<Figure> FigureRunner::TtftFigure(const std::string& name) {
   if (name == "fig16") {
     f.title = "Mean TTFT per system and task";
     f.paper = "IMPRESS 1.2x-2.8x lower TTFT than AS+H2O+LFU";
-    f.columns = {"task", "system", "ttft mean ms", "h2o-lfu / system"};
+    f.columns = {{"task", "task"}, {"system", "system"}, {"ttft_mean_ms", "ttft mean ms"}, {"h2o_lfu_over_system", "h2o-lfu / system"}};
     systems = {"recomp", "as", "h2o-lru", "h2o-lfu", "impress"};
   } else if (name == "fig17") {
     f.title = "Prefix-KV I/O time per system and task";
     f.paper = "IMPRESS 1.5x-3.8x less I/O time than AS+H2O+LFU";
-    f.columns = {"task", "system", "io mean ms", "MB from disk per request", "h2o-lfu / system (io time)"};
+    f.columns = {{"task", "task"}, {"system", "system"}, {"io_mean_ms", "io mean ms"}, {"disk_mb_per_request", "MB from disk per request"}, {"h2o_lfu_over_system_io", "h2o-lfu / system (io time)"}};
     systems = {"as", "h2o-lru", "h2o-lfu", "impress"};
   } else if (name == "tail") {
     f.title = "p99 TTFT per system";
     f.paper = "OPT-30B/RTE: ReComp 3.9 s, AS-like 9.3 s, AS+H2O+LRU 6.6 s, AS+H2O+LFU 5.9 s, IMPRESS 2.95 s";
-    f.columns = {"task", "system", "ttft p99 ms", "ttft p50 ms"};
+    f.columns = {{"task", "task"}, {"system", "system"}, {"ttft_p99_ms", "ttft p99 ms"}, {"ttft_p50_ms", "ttft p50 ms"}};
     systems = {"recomp", "as", "h2o-lru", "h2o-lfu", "impress"};
   } else {
     f.title = "I/O share of TTFT when the prefix KV comes from storage (AS)";
     f.paper = "51%-98% of TTFT is prefix-KV I/O";
-    f.columns = {"task", "ttft mean ms", "io mean ms", "io share"};
+    f.columns = {{"task", "task"}, {"ttft_mean_ms", "ttft mean ms"}, {"io_mean_ms", "io mean ms"}, {"io_share", "io share"}};
   }
   for (const std::string& task : scale_.tasks) {
     ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
@@ -237,7 +248,7 @@ StatusOr<Figure> FigureRunner::Fig18() {
   f.name = "fig18";
   f.title = "Ablation: AS+H2O+LFU, +ITF, +RO, All";
   f.paper = "each step lowers TTFT; the steps' shares vary by model and task";
-  f.columns = {"task", "step", "system", "ttft mean ms", "ttft p99 ms", "share of the total reduction"};
+  f.columns = {{"task", "task"}, {"step", "step"}, {"system", "system"}, {"ttft_mean_ms", "ttft mean ms"}, {"ttft_p99_ms", "ttft p99 ms"}, {"reduction_share", "share of the total reduction"}};
   const std::vector<std::pair<std::string, std::string>> steps = {
       {"AS+H2O+LFU", "h2o-lfu"}, {"+ITF", "impress-itf"}, {"+RO", "impress-itf-ro"}, {"All (+score cache)", "impress"}};
   for (const std::string& task : scale_.tasks) {
@@ -261,7 +272,7 @@ StatusOr<Figure> FigureRunner::Fig19() {
   f.name = "fig19";
   f.title = "Per-layer share of the prefix's KV chunks loaded with ITF";
   f.paper = "varies by layer; under 20% of layers fall back";
-  f.columns = {"task", "mean load ratio", "min", "max", "fallback share", "layers that fell back in >50% of requests"};
+  f.columns = {{"task", "task"}, {"load_ratio_mean", "mean load ratio"}, {"load_ratio_min", "min"}, {"load_ratio_max", "max"}, {"fallback_share", "fallback share"}, {"layers_mostly_fallback", "layers that fell back in >50% of requests"}};
   for (const std::string& task : scale_.tasks) {
     ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
     ASSIGN_OR_RETURN(const RunResult* r, all.Find("impress-itf"));
@@ -285,7 +296,7 @@ StatusOr<Figure> FigureRunner::Fig20() {
   f.name = "fig20";
   f.title = "K/V chunks read per request, without and with reordering";
   f.paper = "1.2x fewer chunks with RO";
-  f.columns = {"task", "impress-itf", "impress-itf-ro", "without / with RO"};
+  f.columns = {{"task", "task"}, {"kv_chunks_impress_itf", "impress-itf"}, {"kv_chunks_impress_itf_ro", "impress-itf-ro"}, {"without_over_with_ro", "without / with RO"}};
   for (const std::string& task : scale_.tasks) {
     ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
     ASSIGN_OR_RETURN(const RunResult* itf, all.Find("impress-itf"));
@@ -301,7 +312,7 @@ StatusOr<Figure> FigureRunner::Fig21() {
   f.name = "fig21";
   f.title = "GPU hit rate of the K/V chunks read: LFU vs score-based cache";
   f.paper = "68% (LFU) -> 80% (score-based)";
-  f.columns = {"task", "LFU (impress-itf-ro)", "score (impress)", "all loads LFU", "all loads score"};
+  f.columns = {{"task", "task"}, {"kv_hit_gpu_lfu", "LFU (impress-itf-ro)"}, {"kv_hit_gpu_score", "score (impress)"}, {"hit_gpu_lfu", "all loads LFU"}, {"hit_gpu_score", "all loads score"}};
   for (const std::string& task : scale_.tasks) {
     ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
     ASSIGN_OR_RETURN(const RunResult* a, all.Find("impress-itf-ro"));
@@ -316,7 +327,7 @@ StatusOr<Figure> FigureRunner::Fig22() {
   f.name = "fig22";
   f.title = "Threshold exponent alpha: TTFT, KV loaded and accuracy";
   f.paper = "larger alpha: less loaded, lower TTFT, slightly lower accuracy; 0.6 balances";
-  f.columns = {"alpha", "ttft mean ms", "KV chunks/req", "fallback share", "acc (eval)"};
+  f.columns = {{"alpha", "alpha"}, {"ttft_mean_ms", "ttft mean ms"}, {"kv_chunks_per_request", "KV chunks/req"}, {"fallback_share", "fallback share"}, {"acc", "acc (eval)"}};
   for (double alpha : scale_.alphas) {
     RunConfig c = BaseRun(scale_.task);
     c.systems = {"impress"};
@@ -339,7 +350,7 @@ StatusOr<Figure> FigureRunner::Fig23() {
   f.name = "fig23";
   f.title = "Chunk size: TTFT of AS+H2O+LFU and IMPRESS";
   f.paper = "IMPRESS 2.2x-2.4x faster than the baseline at every chunk size (16-256)";
-  f.columns = {"chunk tokens", "h2o-lfu ttft ms", "impress ttft ms", "speedup", "impress KV chunks/req"};
+  f.columns = {{"chunk_tokens", "chunk tokens"}, {"h2o_lfu_ttft_ms", "h2o-lfu ttft ms"}, {"impress_ttft_ms", "impress ttft ms"}, {"speedup", "speedup"}, {"impress_kv_chunks_per_request", "impress KV chunks/req"}};
   for (int chunk : scale_.chunks) {
     RunConfig c = BaseRun(scale_.task);
     c.systems = {"h2o-lfu", "impress"};
@@ -359,7 +370,7 @@ StatusOr<Figure> FigureRunner::Fig24() {
   f.name = "fig24";
   f.title = "Prefix pool size: TTFT of AS+H2O+LFU and IMPRESS";
   f.paper = "1.2x-2.0x faster across pools of 65-400 GB";
-  f.columns = {"pool prefixes", "pool MB (KV)", "h2o-lfu ttft ms", "impress ttft ms", "speedup"};
+  f.columns = {{"pool_prefixes", "pool prefixes"}, {"pool_mb", "pool MB (KV)"}, {"h2o_lfu_ttft_ms", "h2o-lfu ttft ms"}, {"impress_ttft_ms", "impress ttft ms"}, {"speedup", "speedup"}};
   for (int pool : scale_.pools) {
     RunConfig c = BaseRun(scale_.task);
     c.systems = {"h2o-lfu", "impress"};
@@ -380,7 +391,7 @@ StatusOr<Figure> FigureRunner::Fig25() {
   f.name = "fig25";
   f.title = "Model types: TTFT of AS, AS+H2O+LFU and IMPRESS";
   f.paper = "Llama2-7B, Llama2-13B: IMPRESS 1.7x-2.7x faster";
-  f.columns = {"model", "system", "ttft mean ms", "h2o-lfu / system"};
+  f.columns = {{"model", "model"}, {"system", "system"}, {"ttft_mean_ms", "ttft mean ms"}, {"h2o_lfu_over_system", "h2o-lfu / system"}};
   for (const FigureModel& m : models_) {
     RunConfig c = BaseRun(scale_.task);
     c.systems = {"as", "h2o-lfu", "impress"};
@@ -425,7 +436,7 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
   if (name == "head-jaccard") {
     f.title = "Jaccard index between heads' important-token sets, per layer (observation 1)";
     f.paper = "heads of a layer agree on important tokens far more than random sets do";
-    f.columns = {"layer", "mean pairwise Jaccard (all heads)", "probe heads", "random sets"};
+    f.columns = {{"layer", "layer"}, {"jaccard_all_heads", "mean pairwise Jaccard (all heads)"}, {"jaccard_probe_heads", "probe heads"}, {"jaccard_random", "random sets"}};
     const int h = a["heads"], probes = a["probe_heads"];
     const int64_t n = a["prefix_tokens"];
     const double kn = double(RetainedTokens(a["retention"].get<double>(), n)) / n;
@@ -449,7 +460,7 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
   } else if (name == "similarity-ratio") {
     f.title = "Head similarity vs selection ratio (observation 2)";
     f.paper = "similarity rises with the selection ratio, as does the random baseline; the threshold tracks it";
-    f.columns = {"selection ratio", "all heads", "probe heads", "random sets", "threshold (alpha 0.6)"};
+    f.columns = {{"selection_ratio", "selection ratio"}, {"jaccard_all_heads", "all heads"}, {"jaccard_probe_heads", "probe heads"}, {"jaccard_random", "random sets"}, {"jaccard_threshold", "threshold (alpha 0.6)"}};
     for (size_t i = 0; i < a["retentions"].size(); ++i) {
       const double rnd = a["random"][i];
       f.rows.push_back({a["retentions"][i], a["all_heads"][i], a["probe"][i], rnd, std::pow(rnd, 0.6)});
@@ -457,7 +468,7 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
   } else {
     f.title = "Important share of each chunk read (read amplification)";
     f.paper = "46% of the KV in chunks read is important (2.2x read amplification)";
-    f.columns = {"important share of the chunk", "chunks", "fraction of chunks read"};
+    f.columns = {{"important_share", "important share of the chunk"}, {"chunks", "chunks"}, {"fraction_read", "fraction of chunks read"}};
     const double n = a["chunks_read"].get<double>();
     for (int i = 0; i < 10; ++i) {
       char label[32];

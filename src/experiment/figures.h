@@ -57,10 +57,18 @@ struct FigureModel {
   const Tokenizer* tok;
 };
 
+// A figure's column: a stable id (what scripts read; never renamed) and the
+// label a reader sees (free to change).
+struct FigureColumn {
+  std::string id, label;
+};
+
 struct Figure {
   std::string name, title;
   std::string paper;                 // the paper's claim for this figure
-  std::vector<std::string> columns;
+  std::vector<FigureColumn> columns;
+  std::vector<std::string> labels() const;
+  std::vector<std::string> ids() const;
   std::vector<std::vector<nlohmann::json>> rows;
   nlohmann::ordered_json series = nlohmann::ordered_json::object();  // what the plot draws beyond rows
   nlohmann::ordered_json notes = nlohmann::ordered_json::array();    // how to read it at this scale
