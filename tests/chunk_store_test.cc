@@ -185,6 +185,63 @@ TEST(ChunkStore, FlippedByteIsDetectedNeverServed) {
   ExpectChunk(**s, 1, 2);  // other chunks are intact
 }
 
+// A folder whose MANIFEST is gone but whose log and chunk file hold data
+// (a partial restore, a careless cleanup) is refused, whatever geometry asks,
+// and nothing in it is written.
+TEST(ChunkStore, DataWithoutAManifestIsRefusedUntouched) {
+  TempDir dir;
+  {
+    auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(CommitChunks(**s, 0, 2).ok());
+  }
+  ASSERT_TRUE(std::filesystem::remove(dir.File("MANIFEST")));
+  const auto log = std::filesystem::file_size(dir.File("log"));
+  const auto data = std::filesystem::file_size(dir.File("chunks.dat"));
+  StoreOptions other = Options();
+  other.geometry.chunk_tokens = 32;
+  for (const StoreOptions& o : {Options(), other}) {
+    auto s = ChunkStore::Open(dir.path(), o, nullptr);
+    ASSERT_FALSE(s.ok());
+    EXPECT_TRUE(s.status().IsInvalidArgument());
+    const std::string& m = s.status().message();
+    EXPECT_NE(m.find("holds log (" + std::to_string(log) + " bytes) and chunks.dat (" + std::to_string(data) +
+                     " bytes) but no MANIFEST"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("MANIFEST")));
+  EXPECT_EQ(std::filesystem::file_size(dir.File("log")), log);
+  EXPECT_EQ(std::filesystem::file_size(dir.File("chunks.dat")), data);
+  // An empty folder, or one with empty files, is a new store.
+  TempDir fresh;
+  { std::ofstream(fresh.File("log")); }
+  EXPECT_TRUE(ChunkStore::Open(fresh.path(), Options(), nullptr).ok());
+}
+
+// A chunk file cut short (a full disk, a copy cut off): the chunks past its
+// end are damage, reported as a checksum mismatch is, and the ones before
+// the cut are served.
+TEST(ChunkStore, ChunksPastATruncationAreDamageNotAnIOError) {
+  TempDir dir;
+  {
+    auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(CommitChunks(**s, 0, 4).ok());
+  }
+  const auto size = std::filesystem::file_size(dir.File("chunks.dat"));
+  std::filesystem::resize_file(dir.File("chunks.dat"), size / 2 + 100);  // inside a chunk
+  auto s = ChunkStore::Open(dir.path(), Options(), nullptr);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const auto& g = (*s)->geometry();
+  std::vector<uint8_t> k(g.KeyBytes()), v(g.KeyBytes());
+  Status last = (*s)->Read({{3, g.layers - 1, kKeys | kValues, k.data(), v.data(), nullptr}});
+  EXPECT_TRUE(last.IsCorruption()) << last.message();
+  EXPECT_NE(last.message().find("past the end of the file"), std::string::npos) << last.message();
+  ExpectChunk(**s, 0, 0);
+  Status verify = (*s)->Verify(nullptr);
+  EXPECT_TRUE(verify.IsCorruption()) << verify.message();
+}
+
 // Only a torn last record is cut off; a bad record with whole records after
 // it is damage, and opening refuses the store without changing it.
 TEST(ChunkStore, DamagedLogIsRefusedNotCut) {

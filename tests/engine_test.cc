@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "model/model.h"
@@ -142,6 +143,28 @@ TEST_P(ReuseTest, CorruptChunkIsRecomputedNotServed) {
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(at.recomputed_after_error);
   EXPECT_NE(at.error.find("fails its checksum"), std::string::npos) << at.error;
+  EXPECT_LE((*got - *want).abs().max().item<double>(), 1e-4);
+}
+
+// A chunk file cut short: the request recomputes (counted), never fails the run.
+TEST_P(ReuseTest, TruncatedChunkFileIsRecomputedNotAFailure) {
+  TempDir dir;
+  std::vector<int32_t> ctx = Tokens(40, 3);
+  std::unique_ptr<RewindableKv> kv;
+  {
+    auto store = PrefixStore::Open(*model_, Options(dir.path()));
+    RequestTrace t;
+    ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &t).ok());
+  }
+  std::filesystem::resize_file(dir.File("chunks.dat"), std::filesystem::file_size(dir.File("chunks.dat")) / 2);
+  auto store = PrefixStore::Open(*model_, Options(dir.path()));
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  RequestTrace rt, at;
+  auto want = RunRequest(Named("recomp"), *model_, nullptr, ctx, 32, &kv, &rt);
+  auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &at);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_TRUE(at.recomputed_after_error);
+  EXPECT_NE(at.error.find("past the end of the file"), std::string::npos) << at.error;
   EXPECT_LE((*got - *want).abs().max().item<double>(), 1e-4);
 }
 

@@ -77,11 +77,27 @@ Status ChunkStore::CheckGeometry(const std::string& dir, const ChunkGeometry& g)
   return Status::OK();
 }
 
+Status ChunkStore::RefuseOrphanedData() {
+  std::string found;
+  for (const char* name : {"log", "chunks.dat"}) {
+    const std::string path = dir_ + "/" + name;
+    if (!env_->Exists(path)) continue;
+    ASSIGN_OR_RETURN(std::unique_ptr<File> f, env_->Open(path, OpenMode::kRead));
+    ASSIGN_OR_RETURN(const uint64_t bytes, f->Size());
+    if (bytes > 0) found += (found.empty() ? "" : " and ") + std::string(name) + " (" + std::to_string(bytes) + " bytes)";
+  }
+  if (found.empty()) return Status::OK();
+  return Status::InvalidArgument(dir_ + ": holds " + found +
+                                 " but no MANIFEST, so nothing says how to read them; nothing was written (restore "
+                                 "the MANIFEST, or move the folder aside to start a new store)");
+}
+
 Status ChunkStore::CreateOrCheckManifest() {
   const std::string manifest = dir_ + "/MANIFEST";
   json want = {{"format", kFormatVersion}, {"fingerprint", opt_.fingerprint}, {"geometry", GeometryJson(opt_.geometry)}};
   if (!env_->Exists(manifest)) {
     if (!opt_.create_if_missing) return Status::NotFound(dir_ + ": no store here (MANIFEST missing)");
+    RETURN_IF_ERROR(RefuseOrphanedData());
     RETURN_IF_ERROR(env_->CreateDirs(dir_));
     return WriteFileAtomically(env_, manifest, want.dump() + "\n");
   }
@@ -422,7 +438,17 @@ Status ChunkStore::ReadOne(const ChunkRead& r) {
     }
     if (tls_size < len) return Status::IOError("out of memory for a direct read");
     AlignedBuffer& buf = *tls;
-    RETURN_IF_ERROR(direct_->Read(start, len, buf.p));
+    const Status read = direct_->Read(start, len, buf.p);
+    if (!read.ok()) {
+      // A part past the end of the file is damage to the chunk (the file was
+      // cut short), as a checksum mismatch is; any other failure is the device's.
+      auto size = direct_->Size();
+      if (size.ok() && start + len > *size)
+        return Status::Corruption(dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
+                                  std::to_string(r.layer) + " lies past the end of the file (" +
+                                  std::to_string(*size) + " bytes): the file was cut short");
+      return read;
+    }
     counters_.bytes_read += len;
     counters_.parts_read += last - part + 1;
     size_t at = 0;

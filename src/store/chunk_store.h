@@ -146,6 +146,9 @@ class ChunkStore {
   // Open's steps, in order.
   static Status CheckGeometry(const std::string& dir, const ChunkGeometry& g);
   Status CreateOrCheckManifest();  // a new store's MANIFEST, or an existing one that matches opt_
+  // A folder with a log or chunk file that holds data but no MANIFEST is not
+  // a store this can own: an error naming what is there.
+  Status RefuseOrphanedData();
   Status OpenFiles();              // chunks.dat (twice: appends and direct reads), LOCK, log
   // Rebuilds index_ from the log (cutting a torn tail) and places data_end_.
   Status ReplayLog(std::vector<std::string>* committed);
