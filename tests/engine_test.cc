@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "model/model.h"
@@ -22,6 +23,30 @@ System Named(const char* name, double retention = 1.0) { return *ParseSystem(nam
 
 class ReuseTest : public testing::ModelStoreTest {
  protected:
+  // Stores a 32-token prefix with `as`, damages the store's files with
+  // `damage` (given its folder), reopens it with cold caches and runs the
+  // context again: the request recomputes (counted, its error naming
+  // `why`), never fails, and answers as a recomputation does.
+  void ExpectRecomputedAfter(const std::function<void(const TempDir&)>& damage, const std::string& why) {
+    TempDir dir;
+    std::vector<int32_t> ctx = Tokens(40, 3);
+    std::unique_ptr<RewindableKv> kv;
+    {
+      auto store = PrefixStore::Open(*model_, Options(dir.path()));
+      RequestTrace first;
+      ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &first).ok());
+    }
+    damage(dir);
+    auto store = PrefixStore::Open(*model_, Options(dir.path()));
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    RequestTrace rt, at;
+    auto want = RunRequest(Named("recomp"), *model_, nullptr, ctx, 32, &kv, &rt);
+    auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &at);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_TRUE(at.recomputed_after_error);
+    EXPECT_NE(at.error.find(why), std::string::npos) << at.error;
+    EXPECT_LE((*got - *want).abs().max().item<double>(), 1e-4);
+  }
   // Stores a 160-token prefix with `as` in a fresh store whose caches hold
   // nothing (every load reads the disk), then runs `sys` on it plus 12 tokens.
   at::Tensor OnStoredPrefix(const System& sys, RequestTrace* t, const RequestOptions& ro = {}) {
@@ -123,49 +148,18 @@ TEST_P(ReuseTest, ReopenedStoreServesCommittedPrefixes) {
 }
 
 TEST_P(ReuseTest, CorruptChunkIsRecomputedNotServed) {
-  TempDir dir;
-  std::vector<int32_t> ctx = Tokens(40, 3);
-  std::unique_ptr<RewindableKv> kv;
-  {
-    auto store = PrefixStore::Open(*model_, Options(dir.path()));
-    RequestTrace t;
-    ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &t).ok());
-  }
-  {
+  ExpectRecomputedAfter([](const TempDir& dir) {
     std::fstream f(dir.File("chunks.dat"), std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(10);
     f.put('\x7f');
-  }
-  auto store = PrefixStore::Open(*model_, Options(dir.path()));  // caches start empty: reads hit the disk
-  RequestTrace rt, at;
-  auto want = RunRequest(Named("recomp"), *model_, nullptr, ctx, 32, &kv, &rt);
-  auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &at);
-  ASSERT_TRUE(got.ok());
-  EXPECT_TRUE(at.recomputed_after_error);
-  EXPECT_NE(at.error.find("fails its checksum"), std::string::npos) << at.error;
-  EXPECT_LE((*got - *want).abs().max().item<double>(), 1e-4);
+  }, "fails its checksum");
 }
 
 // A chunk file cut short: the request recomputes (counted), never fails the run.
 TEST_P(ReuseTest, TruncatedChunkFileIsRecomputedNotAFailure) {
-  TempDir dir;
-  std::vector<int32_t> ctx = Tokens(40, 3);
-  std::unique_ptr<RewindableKv> kv;
-  {
-    auto store = PrefixStore::Open(*model_, Options(dir.path()));
-    RequestTrace t;
-    ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &t).ok());
-  }
-  std::filesystem::resize_file(dir.File("chunks.dat"), std::filesystem::file_size(dir.File("chunks.dat")) / 2);
-  auto store = PrefixStore::Open(*model_, Options(dir.path()));
-  ASSERT_TRUE(store.ok()) << store.status().message();
-  RequestTrace rt, at;
-  auto want = RunRequest(Named("recomp"), *model_, nullptr, ctx, 32, &kv, &rt);
-  auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &at);
-  ASSERT_TRUE(got.ok()) << got.status().message();
-  EXPECT_TRUE(at.recomputed_after_error);
-  EXPECT_NE(at.error.find("past the end of the file"), std::string::npos) << at.error;
-  EXPECT_LE((*got - *want).abs().max().item<double>(), 1e-4);
+  ExpectRecomputedAfter([](const TempDir& dir) {
+    std::filesystem::resize_file(dir.File("chunks.dat"), std::filesystem::file_size(dir.File("chunks.dat")) / 2);
+  }, "past the end of the file");
 }
 
 // Selective loading from the store: retention 1.0 under h2o and impress-itf
