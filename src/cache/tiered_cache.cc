@@ -78,7 +78,7 @@ ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t, Copies* copies) {
 }
 
 void TieredCache::PaceCopies(const Copies& copies) {
-  for (size_t t = 0; t < copies.size(); ++t)
+  for (size_t t = 0; t < levels_.size(); ++t)
     if (levels_[t].copy_in != nullptr && copies[t] > 0) levels_[t].copy_in->Wait(static_cast<size_t>(copies[t]));
 }
 
@@ -122,7 +122,7 @@ void TieredCache::PlaceLocked(int top, uint64_t key, const ChunkKv& kv, Copies* 
 }
 
 std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
-  Copies copies(levels_.size());
+  Copies copies{};
   std::optional<ChunkKv> out;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -163,7 +163,7 @@ bool TieredCache::Cached(uint64_t key) const {
 }
 
 void TieredCache::Put(uint64_t key, const ChunkKv& kv) {
-  Copies copies(levels_.size());
+  Copies copies{};
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (Cached(key)) return;
@@ -179,7 +179,7 @@ void TieredCache::Put(uint64_t key, const ChunkKv& kv) {
 }
 
 void TieredCache::PutIn(uint64_t key, const ChunkKv& kv, Tier top) {
-  Copies copies(levels_.size());
+  Copies copies{};
   {
     std::lock_guard<std::mutex> lock(mu_);
     const int t = LevelOf(top);
@@ -191,7 +191,7 @@ void TieredCache::PutIn(uint64_t key, const ChunkKv& kv, Tier top) {
 
 void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& important_shares) {
   if (!placement_->PlacesOnObserve()) return;
-  Copies copies(levels_.size());
+  Copies copies{};
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, share] : important_shares) {

@@ -18,6 +18,7 @@
 // Thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -121,8 +122,10 @@ class TieredCache {
     std::unique_ptr<Pacer> copy_in;  // opt.copy_in_bytes_per_second, when set
     int64_t used = 0;
   };
-  // Bytes copied into each level, paced once the lock is released.
-  using Copies = std::vector<int64_t>;
+  // Bytes copied into each level, paced once the lock is released. A level
+  // per cache tier at most (Create checks), so a fixed array: no allocation
+  // per Get.
+  using Copies = std::array<int64_t, kMaxTiers>;
   // Inserts into level `t`, evicting to make room; returns false when it cannot fit.
   bool InsertLocked(int t, uint64_t key, ChunkKv kv);
   // Whether `key` may enter level `t`: room, or the policy admits it past
