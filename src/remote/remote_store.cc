@@ -45,16 +45,6 @@ std::string PartKeyName(const ContentKey& k, int layer, int part) {
   return "imp:{" + k.Hex() + "}:L" + std::to_string(layer) + ":" + kPartName[part];
 }
 
-nlohmann::ordered_json RemoteCounters::ToJson() const {
-  return {{"lookups", lookups.load()}, {"chunks_found", chunks_found.load()}, {"parts_read", parts_read.load()},
-          {"parts_missing", parts_missing.load()}, {"parts_corrupt", parts_corrupt.load()},
-          {"read_errors", read_errors.load()}, {"bytes_read", bytes_read.load()},
-          {"chunks_written", chunks_written.load()}, {"write_errors", write_errors.load()},
-          {"bytes_written", bytes_written.load()}, {"moved", cluster.moved.load()}, {"ask", cluster.ask.load()},
-          {"slot_reloads", cluster.slot_reloads.load()}, {"reconnects", cluster.reconnects.load()},
-          {"timeouts", cluster.timeouts.load()}};
-}
-
 RemoteStore::RemoteStore(const RemoteOptions& opt) : opt_(opt) {
   if (opt.bytes_per_second > 0) pacer_ = std::make_unique<Pacer>(opt.bytes_per_second);
 }

@@ -55,7 +55,6 @@ struct RemoteCounters {
   std::atomic<int64_t> write_errors{0};   // parts or markers that failed to be written
   std::atomic<int64_t> bytes_written{0};
   ConnectorCounters cluster;              // redirects, slot reloads, reconnects, timeouts
-  nlohmann::ordered_json ToJson() const;
 };
 
 class RemoteStore {
