@@ -3,79 +3,18 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <set>
-#include <stdexcept>
 
-#include <nlohmann/json.hpp>
-
-#include "common/json_get.h"
 #include "store/crc32c.h"
+#include "store/manifest.h"
 
 namespace impress {
 namespace {
 
-using nlohmann::json;
-
-constexpr size_t kAlign = 4096;
-constexpr uint32_t kRecordMagic = 0x4B564C47;  // "GLVK"
-constexpr int kFormatVersion = 1;
-
+constexpr size_t kAlign = kDirectAlign;
 size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// Aligned heap buffer for direct I/O.
-struct AlignedBuffer {
-  void* p = nullptr;
-  explicit AlignedBuffer(size_t n) {
-    if (posix_memalign(&p, kAlign, std::max(n, kAlign)) != 0) p = nullptr;
-  }
-  ~AlignedBuffer() { std::free(p); }
-};
-
-// A whole log record starts at `pos`: magic, a length that fits, a matching checksum.
-bool RecordAt(const std::string& log, size_t pos) {
-  if (pos + 12 > log.size()) return false;
-  uint32_t magic, len, crc;
-  std::memcpy(&magic, &log[pos], 4);
-  std::memcpy(&len, &log[pos + 4], 4);
-  std::memcpy(&crc, &log[pos + 8], 4);
-  return magic == kRecordMagic && len <= log.size() - pos - 12 && Crc32c(&log[pos + 12], len) == crc;
-}
-
-// Calls visit(offset, length with header, payload) for each whole record from
-// the start of `log`, stopping at the first that is not whole or not JSON;
-// returns where that one starts (the end of the last whole record).
-size_t ForEachRecord(const std::string& log, const std::function<void(size_t, size_t, const json&)>& visit) {
-  size_t pos = 0;
-  while (RecordAt(log, pos)) {
-    uint32_t len;
-    std::memcpy(&len, &log[pos + 4], 4);
-    const json rec = json::parse(log.begin() + pos + 12, log.begin() + pos + 12 + len, nullptr, false);
-    if (!rec.is_object()) break;
-    visit(pos, 12 + size_t{len}, rec);
-    pos += 12 + size_t{len};
-  }
-  return pos;
-}
-
-json GeometryJson(const ChunkGeometry& g) {
-  return {{"chunk_tokens", g.chunk_tokens}, {"layers", g.layers}, {"kv_heads", g.kv_heads},
-          {"head_dim", g.head_dim}, {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}};
-}
-
 }  // namespace
-
-size_t ChunkStore::PartStride(int part) const {
-  return RoundUp(part == 2 ? opt_.geometry.ProbeBytes() : opt_.geometry.KeyBytes());
-}
-
-Status ChunkStore::CheckGeometry(const std::string& dir, const ChunkGeometry& g) {
-  if (g.chunk_tokens < 1 || g.chunk_tokens > (1 << 16) || g.layers < 1 || g.layers > 4096 || g.kv_heads < 1 ||
-      g.kv_heads > 4096 || g.head_dim < 1 || g.head_dim > 65536 || g.probe_kv_heads < 1 ||
-      g.probe_kv_heads > g.kv_heads || (g.elem_bytes != 1 && g.elem_bytes != 2 && g.elem_bytes != 4))
-    return Status::Corruption(dir + "/MANIFEST: corrupt manifest: geometry " + GeometryJson(g).dump() + " is out of range");
-  return Status::OK();
-}
 
 Status ChunkStore::RefuseOrphanedData() {
   std::string found;
@@ -94,35 +33,19 @@ Status ChunkStore::RefuseOrphanedData() {
 
 Status ChunkStore::CreateOrCheckManifest() {
   const std::string manifest = dir_ + "/MANIFEST";
-  json want = {{"format", kFormatVersion}, {"fingerprint", opt_.fingerprint}, {"geometry", GeometryJson(opt_.geometry)}};
   if (!env_->Exists(manifest)) {
     if (!opt_.create_if_missing) return Status::NotFound(dir_ + ": no store here (MANIFEST missing)");
     RETURN_IF_ERROR(RefuseOrphanedData());
     RETURN_IF_ERROR(env_->CreateDirs(dir_));
-    return WriteFileAtomically(env_, manifest, want.dump() + "\n");
+    return WriteFileAtomically(env_, manifest, ManifestText({opt_.geometry, opt_.fingerprint}));
   }
-  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(env_, manifest));
-  int format;
-  std::string fingerprint;
-  json geometry;
-  try {
-    const json have = json::parse(text);
-    if (!have.is_object()) throw std::invalid_argument("not a JSON object");
-    format = have.value("format", 0);
-    fingerprint = have.value("fingerprint", "");
-    geometry = have.value("geometry", json());
-  } catch (const std::exception& e) {
-    return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
-  }
-  if (format != kFormatVersion)
-    return Status::InvalidArgument(manifest + ": store format " + std::to_string(format) + ", expected " +
-                                   std::to_string(kFormatVersion));
-  if (fingerprint != opt_.fingerprint)
-    return Status::InvalidArgument(manifest + ": store was written for '" + fingerprint + "', not '" +
+  ASSIGN_OR_RETURN(const StoreIdentity have, ReadManifest(env_, dir_));
+  if (have.fingerprint != opt_.fingerprint)
+    return Status::InvalidArgument(manifest + ": store was written for '" + have.fingerprint + "', not '" +
                                    opt_.fingerprint + "'");
-  if (geometry != want["geometry"])
-    return Status::InvalidArgument(manifest + ": store geometry " + geometry.dump() + " differs from " +
-                                   want["geometry"].dump());
+  if (GeometryText(have.geometry) != GeometryText(opt_.geometry))
+    return Status::InvalidArgument(manifest + ": store geometry " + GeometryText(have.geometry) + " differs from " +
+                                   GeometryText(opt_.geometry));
   return Status::OK();
 }
 
@@ -142,41 +65,24 @@ Status ChunkStore::OpenFiles() {
 Status ChunkStore::ReplayLog(std::vector<std::string>* committed) {
   const std::string log = log_->path();
   ASSIGN_OR_RETURN(const std::string bytes, ReadLog());
+  std::vector<LogEntry> entries;
+  size_t pos = 0;
+  // A whole record with a good checksum that does not say what a commit or a
+  // free says was written by something else or by a bug: the store is damaged.
+  if (Status s = ReadLogEntries(bytes, opt_.geometry.layers, &entries, &pos); !s.ok())
+    return Status::Corruption(log + ": " + s.message() + ": the store is damaged; nothing was changed");
   // Extents of the last free record: a crash between it and its holes can
   // only have left that one's space allocated.
   std::vector<std::pair<uint64_t, uint64_t>> unpunched;
-  // A whole record with a good checksum that does not say what a commit or a
-  // free says was written by something else or by a bug: the store is damaged.
-  Status malformed;
-  const int layers = opt_.geometry.layers;
-  const size_t pos = ForEachRecord(bytes, [&](size_t at, size_t, const json& rec) {
-    if (!malformed.ok()) return;
-    try {
-      if (rec.contains("free")) {  // Free's record: forget the chunks
-        unpunched.clear();
-        EraseLocked(GetIntegers<uint64_t>(rec.at("free")), &unpunched);
-        return;
-      }
-      for (const auto& c : rec.at("chunks")) {
-        ChunkLocation loc;
-        loc.offset = GetInteger<uint64_t>(c.at("off"));
-        const json& crc = c.at("crc");
-        if (crc.size() != 3) throw std::invalid_argument("a chunk has " + std::to_string(crc.size()) + " checksums, not 3");
-        for (int i = 0; i < 3; ++i) loc.crc[i] = GetInteger<uint32_t>(crc.at(i));
-        const int layer = GetInteger<int>(c.at("layer"));
-        if (layer < 0 || layer >= layers) throw std::invalid_argument("layer " + std::to_string(layer) + " out of range");
-        if (loc.offset % kAlign != 0 || loc.offset > (uint64_t{1} << 56))
-          throw std::invalid_argument("chunk offset " + std::to_string(loc.offset) + " is not a 4 KiB boundary in range");
-        index_[{GetInteger<uint64_t>(c.at("id")), layer}] = loc;
-      }
-      std::string meta = rec.at("meta").get<std::string>();
-      if (committed != nullptr) committed->push_back(std::move(meta));
-    } catch (const std::exception& e) {  // json's type and key errors, and the checks above
-      malformed = Status::Corruption(log + ": the record at byte " + std::to_string(at) + " is malformed (" + e.what() +
-                                     "): the store is damaged; nothing was changed");
+  for (LogEntry& e : entries) {
+    if (e.free) {  // Free's record: forget the chunks
+      unpunched.clear();
+      EraseLocked(e.freed, &unpunched);
+      continue;
     }
-  });
-  RETURN_IF_ERROR(malformed);
+    for (const StoredChunk& c : e.chunks) index_[{c.id, c.layer}] = c.loc;
+    if (committed != nullptr) committed->push_back(std::move(e.meta));
+  }
   // Commits append past the end, so no two stored chunks share bytes; if they
   // did, freeing one would punch the other.
   std::vector<uint64_t> offsets;
@@ -188,11 +94,10 @@ Status ChunkStore::ReplayLog(std::vector<std::string>* committed) {
       return Status::Corruption(log + ": two stored chunks overlap at byte " + std::to_string(offsets[i]) +
                                 " of chunks.dat: the store is damaged; nothing was changed");
   const uint64_t data_end = offsets.empty() ? 0 : offsets.back() + RecordBytes();
-  for (size_t q = pos + 1; q + 12 <= bytes.size(); ++q)
-    if (RecordAt(bytes, q))
-      return Status::Corruption(log + ": the record at byte " + std::to_string(pos) +
-                                " is corrupt and whole records follow it (byte " + std::to_string(q) +
-                                "): the store is damaged; nothing was changed");
+  if (const size_t q = NextWholeRecord(bytes, pos); q != std::string::npos)
+    return Status::Corruption(log + ": the record at byte " + std::to_string(pos) +
+                              " is corrupt and whole records follow it (byte " + std::to_string(q) +
+                              "): the store is damaged; nothing was changed");
   if (pos < bytes.size()) RETURN_IF_ERROR(log_->Truncate(pos).WithContext("cutting off a torn tail"));
   // Punching again is harmless, and where it fails only space is wasted.
   (void)PunchHoles(std::move(unpunched));
@@ -218,23 +123,11 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
 
 StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string& dir,
                                                                 std::vector<std::string>* committed) {
-  const std::string manifest = dir + "/MANIFEST";
-  Env* env = Env::Default();
-  StatusOr<std::string> text = ReadFileToString(env, manifest);
-  if (text.status().IsNotFound()) return Status::NotFound(dir + ": no store here (MANIFEST missing)");
-  if (!text.ok()) return text.status();
   StoreOptions opt;
-  opt.env = env;
-  try {
-    json j = json::parse(*text);
-    const json& g = j.at("geometry");
-    opt.geometry = ChunkGeometry{GetInteger<int>(g.at("chunk_tokens")), GetInteger<int>(g.at("layers")),
-                                 GetInteger<int>(g.at("kv_heads")),     GetInteger<int>(g.at("head_dim")),
-                                 GetInteger<int>(g.at("probe_kv_heads")), GetInteger<int>(g.at("elem_bytes"))};
-    opt.fingerprint = j.at("fingerprint").get<std::string>();
-  } catch (const std::exception& e) {
-    return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
-  }
+  opt.env = Env::Default();
+  ASSIGN_OR_RETURN(const StoreIdentity id, ReadManifest(opt.env, dir));
+  opt.geometry = id.geometry;
+  opt.fingerprint = id.fingerprint;
   opt.create_if_missing = false;
   return Open(dir, opt, committed);
 }
@@ -246,36 +139,25 @@ Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::stri
   const size_t kb = opt_.geometry.KeyBytes(), pb = opt_.geometry.ProbeBytes();
   const size_t record = RecordBytes();
   std::vector<uint8_t> buf(record, 0);
-  json chunks = json::array();
-  std::vector<std::pair<std::pair<uint64_t, int>, ChunkLocation>> added;
+  std::vector<StoredChunk> added;
   uint64_t off = data_end_;
   for (const auto& w : writes) {
     IMPRESS_CHECK(!index_.count({w.chunk_id, w.layer}));
     std::memset(buf.data(), 0, buf.size());
     std::memcpy(buf.data(), w.keys, kb);
-    std::memcpy(buf.data() + PartStride(0), w.values, kb);
-    std::memcpy(buf.data() + 2 * PartStride(0), w.probe, pb);
+    std::memcpy(buf.data() + opt_.geometry.PartStride(0), w.values, kb);
+    std::memcpy(buf.data() + 2 * opt_.geometry.PartStride(0), w.probe, pb);
     RETURN_IF_ERROR(data_->Write(off, buf.data(), record));
     const ChunkLocation loc{off, {Crc32c(w.keys, kb), Crc32c(w.values, kb), Crc32c(w.probe, pb)}};
-    chunks.push_back({{"id", w.chunk_id}, {"layer", w.layer}, {"off", off}, {"crc", loc.crc}});
-    added.push_back({{w.chunk_id, w.layer}, loc});
+    added.push_back({w.chunk_id, w.layer, loc});
     off += record;
   }
   RETURN_IF_ERROR(data_->Sync());
-  RETURN_IF_ERROR(AppendLog(json{{"meta", meta}, {"chunks", chunks}}.dump()));
-  index_.insert(added.begin(), added.end());
+  RETURN_IF_ERROR(AppendLog(CommitPayload(meta, added)));
+  for (const StoredChunk& c : added) index_.emplace(std::make_pair(c.id, c.layer), c.loc);
   data_end_ = off;
   counters_.bytes_written += record * writes.size();
   return Status::OK();
-}
-
-std::string LogRecord(const std::string& payload) {
-  std::string rec(12, '\0');
-  const uint32_t magic = kRecordMagic, len = static_cast<uint32_t>(payload.size()), crc = Crc32c(payload.data(), len);
-  std::memcpy(&rec[0], &magic, 4);
-  std::memcpy(&rec[4], &len, 4);
-  std::memcpy(&rec[8], &crc, 4);
-  return rec + payload;
 }
 
 Status ChunkStore::AppendLog(const std::string& payload) {
@@ -315,7 +197,7 @@ Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats
       if (it != index_.end() && it->first.first == id) stored.push_back(id);
     }
     if (stored.empty()) return Status::OK();
-    RETURN_IF_ERROR(AppendLog(json{{"free", stored}}.dump()));
+    RETURN_IF_ERROR(AppendLog(FreePayload(stored)));
     EraseLocked(stored, &extents);
   }
   // Outside the lock: nothing indexes these extents any more, and commits
@@ -341,26 +223,22 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
   // A commit record stays if any of its chunks is still indexed. Free's records
   // go, unless a kept record also names freed chunks (then replaying them
   // must still forget those). Open cut any torn tail, so every record is whole.
-  struct Record {
-    size_t pos, len;
-    bool free, keep;
-  };
-  std::vector<Record> records;
+  std::vector<LogEntry> entries;
+  size_t end = 0;
+  RETURN_IF_ERROR(ReadLogEntries(bytes, opt_.geometry.layers, &entries, &end).WithContext(log));
+  std::vector<bool> keep(entries.size(), true);
   bool partial = false;
-  ForEachRecord(bytes, [&](size_t pos, size_t len, const json& rec) {
-    Record r{pos, len, rec.contains("free"), true};
-    const json* chunks = r.free ? nullptr : &rec.at("chunks");  // Open checked every record's fields
-    if (chunks != nullptr && !chunks->empty()) {
-      size_t live = 0;
-      for (const auto& c : *chunks) live += index_.count({c.at("id").get<uint64_t>(), c.at("layer").get<int>()});
-      r.keep = live > 0;
-      partial = partial || (live > 0 && live < chunks->size());
-    }
-    records.push_back(r);
-  });
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const LogEntry& e = entries[i];
+    if (e.free || e.chunks.empty()) continue;
+    size_t live = 0;
+    for (const StoredChunk& c : e.chunks) live += index_.count({c.id, c.layer});
+    keep[i] = live > 0;
+    partial = partial || (live > 0 && live < e.chunks.size());
+  }
   std::string kept;
-  for (const Record& r : records)
-    if (r.free ? partial : r.keep) kept.append(bytes, r.pos, r.len);
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].free ? partial : keep[i]) kept.append(bytes, entries[i].pos, entries[i].len);
   // The new file becomes the log: once the rename is done there is no second
   // open that could fail and leave appends going to the replaced file.
   StatusOr<std::unique_ptr<File>> fresh = env_->Open(tmp, OpenMode::kCreate);
@@ -415,53 +293,13 @@ Status ChunkStore::ReadOne(const ChunkRead& r) {
                            " is not stored");
     loc = it->second;
   }
-  const size_t sizes[3] = {opt_.geometry.KeyBytes(), opt_.geometry.KeyBytes(), opt_.geometry.ProbeBytes()};
-  void* dst[3] = {r.keys, r.values, r.probe};
-  // Adjacent parts (keys and values) are read with one request.
-  int part = 0;
-  while (part < 3) {
-    if (!(r.parts & (1 << part))) {
-      ++part;
-      continue;
-    }
-    int last = part;
-    while (last + 1 < 3 && (r.parts & (1 << (last + 1)))) ++last;
-    const uint64_t start = loc.offset + PartStride(0) * part;
-    size_t len = 0;
-    for (int p = part; p <= last; ++p) len += PartStride(p);
-    // One aligned buffer per I/O thread, grown as needed.
-    thread_local std::unique_ptr<AlignedBuffer> tls;
-    thread_local size_t tls_size = 0;
-    if (tls_size < len) {
-      tls = std::make_unique<AlignedBuffer>(len);
-      tls_size = tls->p ? len : 0;
-    }
-    if (tls_size < len) return Status::IOError("out of memory for a direct read");
-    AlignedBuffer& buf = *tls;
-    const Status read = direct_->Read(start, len, buf.p);
-    if (!read.ok()) {
-      // A part past the end of the file is damage to the chunk (the file was
-      // cut short), as a checksum mismatch is; any other failure is the device's.
-      auto size = direct_->Size();
-      if (size.ok() && start + len > *size)
-        return Status::Corruption(dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
-                                  std::to_string(r.layer) + " lies past the end of the file (" +
-                                  std::to_string(*size) + " bytes): the file was cut short");
-      return read;
-    }
-    counters_.bytes_read += len;
-    counters_.parts_read += last - part + 1;
-    size_t at = 0;
-    for (int p = part; p <= last; ++p) {
-      const auto* src = static_cast<const uint8_t*>(buf.p) + at;
-      if (Crc32c(src, sizes[p]) != loc.crc[p])
-        return Status::Corruption(dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
-                             std::to_string(r.layer) + " part " + std::to_string(p) + " fails its checksum");
-      std::memcpy(dst[p], src, sizes[p]);
-      at += PartStride(p);
-    }
-    part = last + 1;
-  }
+  void* const dst[3] = {r.keys, r.values, r.probe};
+  ASSIGN_OR_RETURN(const size_t bytes,
+                   ReadChunkParts(direct_.get(), opt_.geometry, loc, r.parts, dst,
+                                  dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
+                                      std::to_string(r.layer)));
+  counters_.bytes_read += bytes;
+  counters_.parts_read += __builtin_popcount(r.parts & (kKeys | kValues | kProbeKeys));
   return Status::OK();
 }
 
@@ -475,7 +313,7 @@ Status ChunkStore::Read(const std::vector<ChunkRead>& reads) {
   return Status::OK();
 }
 
-Status ChunkStore::Verify(uint64_t* chunks_checked) {
+Status ChunkStore::VerifyEach(uint64_t* chunks_checked, std::vector<DamagedChunk>* damaged) {
   std::vector<std::pair<uint64_t, int>> keys;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -483,10 +321,18 @@ Status ChunkStore::Verify(uint64_t* chunks_checked) {
   }
   std::vector<uint8_t> k(opt_.geometry.KeyBytes()), v(opt_.geometry.KeyBytes()), p(opt_.geometry.ProbeBytes());
   for (const auto& [id, layer] : keys) {
-    RETURN_IF_ERROR(ReadOne({id, layer, kKeys | kValues | kProbeKeys, k.data(), v.data(), p.data()}));
+    const Status s = ReadOne({id, layer, kKeys | kValues | kProbeKeys, k.data(), v.data(), p.data()});
+    if (s.IsCorruption()) damaged->push_back({id, layer, s.message()});
+    else if (!s.ok()) return s;
     if (chunks_checked) ++*chunks_checked;
   }
   return Status::OK();
+}
+
+Status ChunkStore::Verify(uint64_t* chunks_checked) {
+  std::vector<DamagedChunk> damaged;
+  RETURN_IF_ERROR(VerifyEach(chunks_checked, &damaged));
+  return damaged.empty() ? Status::OK() : Status::Corruption(damaged.front().why);
 }
 
 }  // namespace impress

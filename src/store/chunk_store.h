@@ -31,23 +31,11 @@
 
 #include "common/status.h"
 #include "common/thread_pool.h"
+#include "store/chunk_layout.h"
 #include "store/env.h"
+#include "store/log_format.h"
 
 namespace impress {
-
-struct ChunkGeometry {
-  int chunk_tokens = 64;
-  int layers = 0;
-  int kv_heads = 0;
-  int head_dim = 0;
-  int probe_kv_heads = 1;
-  int elem_bytes = 2;  // fp16 or bf16; 4 for fp32
-
-  size_t KeyBytes() const { return size_t(chunk_tokens) * kv_heads * head_dim * elem_bytes; }
-  size_t ProbeBytes() const { return size_t(chunk_tokens) * probe_kv_heads * head_dim * elem_bytes; }
-};
-
-enum ChunkPart : uint8_t { kKeys = 1, kValues = 2, kProbeKeys = 4 };
 
 struct StoreOptions {
   ChunkGeometry geometry;
@@ -55,12 +43,6 @@ struct StoreOptions {
   bool create_if_missing = true;
   int io_threads = 8;          // parallel direct reads
   Env* env = nullptr;          // the file operations (Env::Default() when null); must outlive the store
-};
-
-// Where one (chunk, layer) lives and what it should hash to.
-struct ChunkLocation {
-  uint64_t offset = 0;  // of the keys part in chunks.dat
-  uint32_t crc[3] = {0, 0, 0};  // keys, values, probe keys
 };
 
 struct ChunkWrite {
@@ -91,9 +73,12 @@ struct StoreCounters {
   std::atomic<uint64_t> bytes_written{0};
 };
 
-// One log record as the log holds it: magic, payload length, CRC-32C of the
-// payload (4 bytes each, little-endian), then the payload.
-std::string LogRecord(const std::string& payload);
+// A (chunk, layer) that fails its checks, and why.
+struct DamagedChunk {
+  uint64_t chunk_id = 0;
+  int layer = 0;
+  std::string why;  // Corruption's message
+};
 
 class ChunkStore {
  public:
@@ -116,6 +101,9 @@ class ChunkStore {
   bool Has(uint64_t chunk_id, int layer) const;
   // Reads every part of every chunk and checks it; the first problem is the error.
   Status Verify(uint64_t* chunks_checked);
+  // Reads every part of every chunk and checks it, listing each (chunk,
+  // layer) that is damaged in `damaged`. Errors: only the device's.
+  Status VerifyEach(uint64_t* chunks_checked, std::vector<DamagedChunk>* damaged);
   // Forgets every layer of `chunk_ids` durably (a crash keeps either all of
   // them or none) and punches holes where their parts were. Ids not stored
   // are ignored. Errors: the log write, or a file system that cannot punch
@@ -144,7 +132,6 @@ class ChunkStore {
  private:
   ChunkStore() = default;
   // Open's steps, in order.
-  static Status CheckGeometry(const std::string& dir, const ChunkGeometry& g);
   Status CreateOrCheckManifest();  // a new store's MANIFEST, or an existing one that matches opt_
   // A folder with a log or chunk file that holds data but no MANIFEST is not
   // a store this can own: an error naming what is there.
@@ -152,8 +139,7 @@ class ChunkStore {
   Status OpenFiles();              // chunks.dat (twice: appends and direct reads), LOCK, log
   // Rebuilds index_ from the log (cutting a torn tail) and places data_end_.
   Status ReplayLog(std::vector<std::string>* committed);
-  size_t PartStride(int part) const;  // padded size of part index 0..2
-  size_t RecordBytes() const { return PartStride(0) * 2 + PartStride(2); }
+  size_t RecordBytes() const { return opt_.geometry.RecordBytes(); }
   Status ReadOne(const ChunkRead& r);
   // The whole log file.
   StatusOr<std::string> ReadLog() const;

@@ -1,0 +1,80 @@
+#include "store/chunk_layout.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "store/crc32c.h"
+
+namespace impress {
+namespace {
+
+size_t RoundUp(size_t n) { return (n + kDirectAlign - 1) / kDirectAlign * kDirectAlign; }
+
+// Aligned heap buffer for direct I/O.
+struct AlignedBuffer {
+  void* p = nullptr;
+  explicit AlignedBuffer(size_t n) {
+    if (posix_memalign(&p, kDirectAlign, std::max(n, kDirectAlign)) != 0) p = nullptr;
+  }
+  ~AlignedBuffer() { std::free(p); }
+};
+
+// One aligned buffer per reading thread, grown as needed; null when out of memory.
+void* ThreadBuffer(size_t len) {
+  thread_local std::unique_ptr<AlignedBuffer> tls;
+  thread_local size_t tls_size = 0;
+  if (tls_size < len) {
+    tls = std::make_unique<AlignedBuffer>(len);
+    tls_size = tls->p ? len : 0;
+  }
+  return tls_size < len ? nullptr : tls->p;
+}
+
+}  // namespace
+
+size_t ChunkGeometry::PartStride(int part) const { return RoundUp(part == 2 ? ProbeBytes() : KeyBytes()); }
+
+StatusOr<size_t> ReadChunkParts(File* file, const ChunkGeometry& g, const ChunkLocation& loc, uint8_t parts,
+                                void* const dst[3], const std::string& what) {
+  const size_t sizes[3] = {g.KeyBytes(), g.KeyBytes(), g.ProbeBytes()};
+  size_t bytes = 0;
+  int part = 0;
+  while (part < 3) {
+    if (!(parts & (1 << part))) {
+      ++part;
+      continue;
+    }
+    int last = part;
+    while (last + 1 < 3 && (parts & (1 << (last + 1)))) ++last;
+    const uint64_t start = loc.offset + g.PartStride(0) * part;
+    size_t len = 0;
+    for (int p = part; p <= last; ++p) len += g.PartStride(p);
+    void* buf = ThreadBuffer(len);
+    if (buf == nullptr) return Status::IOError("out of memory for a direct read");
+    const Status read = file->Read(start, len, buf);
+    if (!read.ok()) {
+      // A part past the end of the file is damage to the chunk (the file was
+      // cut short), as a checksum mismatch is; any other failure is the device's.
+      auto size = file->Size();
+      if (size.ok() && start + len > *size)
+        return Status::Corruption(what + " lies past the end of the file (" + std::to_string(*size) +
+                                  " bytes): the file was cut short");
+      return read;
+    }
+    bytes += len;
+    size_t at = 0;
+    for (int p = part; p <= last; ++p) {
+      const auto* src = static_cast<const uint8_t*>(buf) + at;
+      if (Crc32c(src, sizes[p]) != loc.crc[p])
+        return Status::Corruption(what + " part " + std::to_string(p) + " fails its checksum");
+      std::memcpy(dst[p], src, sizes[p]);
+      at += g.PartStride(p);
+    }
+    part = last + 1;
+  }
+  return bytes;
+}
+
+}  // namespace impress

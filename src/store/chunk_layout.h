@@ -1,0 +1,51 @@
+// How a (chunk, layer) lies in chunks.dat (docs/store.md, "On disk"): three
+// parts, each padded to 4 KiB so that it can be read alone with direct I/O,
+// and the checksums that say whether they are intact. One implementation of
+// the read-and-check for the store's reads, its verify and repair.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "store/env.h"
+
+namespace impress {
+
+struct ChunkGeometry {
+  int chunk_tokens = 64;
+  int layers = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int probe_kv_heads = 1;
+  int elem_bytes = 2;  // fp16 or bf16; 4 for fp32
+
+  size_t KeyBytes() const { return size_t(chunk_tokens) * kv_heads * head_dim * elem_bytes; }
+  size_t ProbeBytes() const { return size_t(chunk_tokens) * probe_kv_heads * head_dim * elem_bytes; }
+  // Padded size of part 0 (keys), 1 (values) or 2 (probe keys).
+  size_t PartStride(int part) const;
+  // Bytes one (chunk, layer) takes in chunks.dat: its three padded parts.
+  size_t RecordBytes() const { return PartStride(0) * 2 + PartStride(2); }
+};
+
+enum ChunkPart : uint8_t { kKeys = 1, kValues = 2, kProbeKeys = 4 };
+
+// Where one (chunk, layer) lives and what it should hash to.
+struct ChunkLocation {
+  uint64_t offset = 0;  // of the keys part in chunks.dat
+  uint32_t crc[3] = {0, 0, 0};  // keys, values, probe keys
+};
+
+// Reads the `parts` (ChunkPart bits) of the (chunk, layer) at `loc` from
+// `file` (opened for direct reads) into dst[0..2] (keys, values, probe keys;
+// KeyBytes or ProbeBytes each, any alignment; only the asked ones are
+// written), checking each part's checksum. Adjacent parts are read with one
+// request. Returns the bytes read. Errors: Corruption for damage to the
+// chunk (a part that fails its checksum, or that lies past the end of the
+// file), naming `what` ("DIR/chunks.dat: chunk N layer L"); any other read
+// failure is the device's and returned as it is.
+StatusOr<size_t> ReadChunkParts(File* file, const ChunkGeometry& g, const ChunkLocation& loc, uint8_t parts,
+                                void* const dst[3], const std::string& what);
+
+}  // namespace impress

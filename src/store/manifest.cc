@@ -1,0 +1,65 @@
+#include "store/manifest.h"
+
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "common/json_get.h"
+
+namespace impress {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kFormatVersion = 1;
+
+json GeometryJson(const ChunkGeometry& g) {
+  return {{"chunk_tokens", g.chunk_tokens}, {"layers", g.layers}, {"kv_heads", g.kv_heads},
+          {"head_dim", g.head_dim}, {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}};
+}
+
+}  // namespace
+
+std::string GeometryText(const ChunkGeometry& g) { return GeometryJson(g).dump(); }
+
+std::string ManifestText(const StoreIdentity& id) {
+  return json{{"format", kFormatVersion}, {"fingerprint", id.fingerprint}, {"geometry", GeometryJson(id.geometry)}}
+             .dump() +
+         "\n";
+}
+
+Status CheckGeometry(const std::string& dir, const ChunkGeometry& g) {
+  if (g.chunk_tokens < 1 || g.chunk_tokens > (1 << 16) || g.layers < 1 || g.layers > 4096 || g.kv_heads < 1 ||
+      g.kv_heads > 4096 || g.head_dim < 1 || g.head_dim > 65536 || g.probe_kv_heads < 1 ||
+      g.probe_kv_heads > g.kv_heads || (g.elem_bytes != 1 && g.elem_bytes != 2 && g.elem_bytes != 4))
+    return Status::Corruption(dir + "/MANIFEST: corrupt manifest: geometry " + GeometryText(g) + " is out of range");
+  return Status::OK();
+}
+
+StatusOr<StoreIdentity> ReadManifest(Env* env, const std::string& dir) {
+  const std::string manifest = dir + "/MANIFEST";
+  StatusOr<std::string> text = ReadFileToString(env, manifest);
+  if (text.status().IsNotFound()) return Status::NotFound(dir + ": no store here (MANIFEST missing)");
+  if (!text.ok()) return text.status();
+  StoreIdentity id;
+  int format = 0;
+  try {
+    const json j = json::parse(*text);
+    if (!j.is_object()) throw std::invalid_argument("not a JSON object");
+    format = GetInteger<int>(j.at("format"));
+    const json& g = j.at("geometry");
+    id.geometry = ChunkGeometry{GetInteger<int>(g.at("chunk_tokens")), GetInteger<int>(g.at("layers")),
+                                GetInteger<int>(g.at("kv_heads")),     GetInteger<int>(g.at("head_dim")),
+                                GetInteger<int>(g.at("probe_kv_heads")), GetInteger<int>(g.at("elem_bytes"))};
+    id.fingerprint = j.at("fingerprint").get<std::string>();
+  } catch (const std::exception& e) {
+    return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
+  }
+  if (format != kFormatVersion)
+    return Status::InvalidArgument(manifest + ": store format " + std::to_string(format) + ", expected " +
+                                   std::to_string(kFormatVersion));
+  RETURN_IF_ERROR(CheckGeometry(dir, id.geometry));
+  return id;
+}
+
+}  // namespace impress
