@@ -1,14 +1,19 @@
-// impress store stats|verify|compact --store DIR [--remote URL]: inspect a
-// chunk store (and what a remote tier holds of it), or give back the space of
-// chunks nothing reads any more.
+// impress store stats|verify|compact|repair --store DIR [--remote URL]:
+// inspect a chunk store (and what a remote tier holds of it), give back the
+// space of chunks nothing reads any more, or salvage a damaged one.
 #include <iostream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "engine/compaction.h"
+#include "engine/prefix_store.h"
+#include "engine/store_repair.h"
+#include "model/model.h"
 #include "engine/store_log.h"
 #include "remote/remote_store.h"
+#include "select/probe_heads.h"
 #include "store/chunk_store.h"
 
 namespace impress {
@@ -19,7 +24,74 @@ struct StoreCmdOptions {
   std::string store;
   std::string remote;
   bool json = false;
+  // repair: how the store was written, when its MANIFEST cannot say.
+  std::string model;
+  int chunk = 64;
+  std::string kv_dtype = "float16";
+  std::string probe_layout = "first";
 };
+
+// verify: every part of every chunk read and checked; the damaged ones listed.
+int RunVerify(const StoreCmdOptions& o, ChunkStore& st, const std::vector<std::string>& committed) {
+  uint64_t checked = 0;
+  std::vector<DamagedChunk> damaged;
+  Status v = st.VerifyEach(&checked, &damaged);
+  if (!v.ok()) return Fail(v.WithContext("verify"));
+  std::set<uint64_t> bad;
+  for (const DamagedChunk& d : damaged) bad.insert(d.chunk_id);
+  int64_t intact = 0;  // chunk ids all of whose layers are stored and hold
+  for (uint64_t id : st.ChunkIds()) {
+    bool whole = !bad.count(id);
+    for (int l = 0; whole && l < st.geometry().layers; ++l) whole = st.Has(id, l);
+    intact += whole;
+  }
+  if (o.json) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const DamagedChunk& d : damaged) list.push_back({{"chunk", d.chunk_id}, {"layer", d.layer}, {"why", d.why}});
+    nlohmann::ordered_json j = {{"store", o.store}, {"records", committed.size()}, {"chunk_layers_checked", checked},
+                                {"chunks", st.ChunkIds().size()}, {"chunks_intact", intact}, {"damaged", list}};
+    std::printf("%s\n", j.dump().c_str());
+  }
+  if (!damaged.empty())
+    return Fail(Status::Corruption("verify: " + std::to_string(damaged.size()) + " of " + std::to_string(checked) +
+                                   " chunk layers are damaged (`store repair` drops them); the first: " +
+                                   damaged.front().why));
+  if (!o.json)
+    std::printf("verify: %llu chunk layers in %zu records: every part matches its checksum\n",
+                static_cast<unsigned long long>(checked), committed.size());
+  return 0;
+}
+
+int RunRepair(const StoreCmdOptions& o) {
+  RepairOptions ro;
+  ro.dir = o.store;
+  if (!o.model.empty()) {
+    auto model = LoadModel(o.model, LoadOptions{"cpu", "auto"});
+    if (!model.ok()) return Fail(model.status());
+    PrefixStoreOptions po;
+    po.chunk_tokens = o.chunk;
+    po.kv_dtype = o.kv_dtype;
+    auto layout = ParseProbeLayout(o.probe_layout);
+    if (!layout.ok()) return Fail(layout.status());
+    po.probe_layout = *layout;
+    auto id = StoreIdentityFor(**model, po);
+    if (!id.ok()) return Fail(id.status());
+    ro.identity = *id;
+  }
+  auto r = RepairStore(ro);
+  if (!r.ok()) return Fail(r.status().WithContext("repair"));
+  nlohmann::ordered_json j = {
+      {"store", o.store}, {"changed", r->changed}, {"manifest_written", r->manifest_written},
+      {"records", r->records}, {"records_kept", r->records_kept}, {"records_malformed", r->records_malformed},
+      {"log_bytes_skipped", r->log_bytes_skipped}, {"chunk_layers_checked", r->chunk_layers_checked},
+      {"chunk_layers_damaged", r->chunk_layers_damaged}, {"chunks_intact", r->chunks_intact},
+      {"chunks_kept", r->chunks_kept}, {"chunks_behind_damage", r->chunks_behind_damage},
+      {"chunks_unreachable", r->chunks_unreachable}, {"prefixes_cut", r->prefixes_cut},
+      {"copies_dropped", r->copies_dropped}, {"bytes_freed", r->bytes_freed}, {"first_damage", r->first_damage}};
+  if (o.json) j["kept_chunk_ids"] = r->kept_ids;
+  PrintRecord(j, o.json);
+  return 0;
+}
 
 // What the cluster holds of the store's prefixes: the original chunks whose
 // markers it has, and with `verify`, every part of every layer of them read
@@ -67,26 +139,21 @@ StatusOr<nlohmann::ordered_json> RemoteReport(const ChunkStore& st, const std::v
 }
 
 int RunStore(const StoreCmdOptions& o) {
+  if (o.action == "repair") return RunRepair(o);
   std::vector<std::string> committed;
   auto s = ChunkStore::OpenExisting(o.store, &committed);
   if (!s.ok()) return Fail(s.status());
   ChunkStore& st = **s;
   const ChunkGeometry& g = st.geometry();
   if (o.action == "verify") {
-    uint64_t checked = 0;
-    Status v = st.Verify(&checked);
-    if (!v.ok()) return Fail(v.WithContext("verify"));
-    std::printf("verify: %llu chunk layers in %zu records: every part matches its checksum\n",
-                static_cast<unsigned long long>(checked), committed.size());
-    if (!o.remote.empty()) {
-      auto r = RemoteReport(st, committed, o.remote, true);
-      if (!r.ok()) return Fail(r.status().WithContext("verify"));
-      std::printf("verify --remote: %lld of %lld chunks in the cluster, %lld chunk layers match their checksums, "
-                  "%lld missing (evicted)\n",
-                  static_cast<long long>((*r)["chunks_in_cluster"].get<int64_t>()), static_cast<long long>((*r)["chunks"].get<int64_t>()),
-                  static_cast<long long>((*r)["chunk_layers_verified"].get<int64_t>()),
-                  static_cast<long long>((*r)["chunk_layers_missing"].get<int64_t>()));
-    }
+    if (int rc = RunVerify(o, st, committed); rc != 0 || o.remote.empty()) return rc;
+    auto r = RemoteReport(st, committed, o.remote, true);
+    if (!r.ok()) return Fail(r.status().WithContext("verify"));
+    std::printf("verify --remote: %lld of %lld chunks in the cluster, %lld chunk layers match their checksums, "
+                "%lld missing (evicted)\n",
+                static_cast<long long>((*r)["chunks_in_cluster"].get<int64_t>()), static_cast<long long>((*r)["chunks"].get<int64_t>()),
+                static_cast<long long>((*r)["chunk_layers_verified"].get<int64_t>()),
+                static_cast<long long>((*r)["chunk_layers_missing"].get<int64_t>()));
     return 0;
   }
   if (o.action == "compact") {
@@ -125,14 +192,23 @@ int RunStore(const StoreCmdOptions& o) {
 void AddStoreCommand(CLI::App& app, std::vector<Command>* commands) {
   auto o = std::make_shared<StoreCmdOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "store", "A chunk store: stats, verify every checksum, or compact (free the chunks of replaced reordered copies)");
-  cmd->add_option("action", o->action, "stats, verify or compact")
+      "store",
+      "A chunk store: stats, verify every checksum, compact (free the chunks of replaced reordered copies), or repair "
+      "(keep what is whole, drop what is damaged)");
+  cmd->add_option("action", o->action, "stats, verify, compact or repair")
       ->required()
-      ->check(CLI::IsMember({"stats", "verify", "compact"}));
+      ->check(CLI::IsMember({"stats", "verify", "compact", "repair"}));
   cmd->add_option("--store", o->store, "chunk store directory")->required();
   cmd->add_option("--remote", o->remote,
                   "stats, verify: redis://HOST:PORT[,...], also report (verify: check) what the cluster holds of this store");
-  cmd->add_flag("--json", o->json, "stats or compact's report as JSON");
+  cmd->add_flag("--json", o->json, "the report as JSON (repair's lists the kept chunk ids)");
+  cmd->add_option("--model", o->model,
+                  "repair: the model the store was written for, when its MANIFEST is missing or not its own");
+  cmd->add_option("--chunk", o->chunk, "repair with --model: tokens per chunk the store was written with")
+      ->check(PositiveNumber());
+  cmd->add_option("--kv-dtype", o->kv_dtype, "repair with --model: the stored KV dtype")
+      ->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
+  cmd->add_option("--probe-layout", o->probe_layout, "repair with --model: first or spread");
   commands->push_back({cmd, [o] { return RunStore(*o); }});
 }
 

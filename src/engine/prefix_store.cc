@@ -50,6 +50,18 @@ std::string StoreFingerprint(const Model& model, const std::string& kv_dtype, in
          "-w" + crc + "/" + kv_dtype + "/c" + std::to_string(chunk_tokens);
 }
 
+StatusOr<StoreIdentity> StoreIdentityFor(const Model& model, const PrefixStoreOptions& opt) {
+  if (opt.chunk_tokens <= 0) return Status::InvalidArgument("--chunk must be positive");
+  ASSIGN_OR_RETURN(const at::ScalarType kv_type, KvType(opt.kv_dtype));
+  const ModelConfig& c = model.config();
+  StoreIdentity id;
+  id.geometry = ChunkGeometry{opt.chunk_tokens, c.num_layers, c.num_kv_heads, c.head_dim,
+                              static_cast<int>(ProbeKvHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout)),
+                              static_cast<int>(c10::elementSize(kv_type))};
+  id.fingerprint = StoreFingerprint(model, opt.kv_dtype, opt.chunk_tokens);
+  return id;
+}
+
 PrefixStore::PrefixStore(const Model& model, const PrefixStoreOptions& opt)
     : model_(model), opt_(opt), index_(opt.chunk_tokens, model.config().num_layers), load_stream_(model.device()) {}
 
@@ -59,13 +71,11 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   if (opt.chunk_tokens <= 0) return Status::InvalidArgument("--chunk must be positive");
   std::unique_ptr<PrefixStore> s(new PrefixStore(model, opt));
   ASSIGN_OR_RETURN(s->kv_type_, KvType(opt.kv_dtype));
-  const ModelConfig& c = model.config();
-  s->geo_ = ChunkGeometry{opt.chunk_tokens, c.num_layers, c.num_kv_heads, c.head_dim,
-                          static_cast<int>(ProbeKvHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout)),
-                          static_cast<int>(c10::elementSize(s->kv_type_))};
+  ASSIGN_OR_RETURN(const StoreIdentity id, StoreIdentityFor(model, opt));
+  s->geo_ = id.geometry;
   StoreOptions so;
-  so.geometry = s->geo_;
-  so.fingerprint = StoreFingerprint(model, opt.kv_dtype, opt.chunk_tokens);
+  so.geometry = id.geometry;
+  so.fingerprint = id.fingerprint;
   so.io_threads = opt.io_threads;
   so.env = opt.env != nullptr ? opt.env : Env::Default();
   if (opt.disk_bytes_per_second > 0) {  // the cap wraps the file operations; the chunk store does not know it

@@ -40,6 +40,7 @@
 #include "model/kv_provider.h"
 #include "select/probe_heads.h"
 #include "store/chunk_store.h"
+#include "store/manifest.h"
 
 namespace impress {
 
@@ -163,5 +164,8 @@ class PrefixStore {
 // A store fingerprint: architecture, shapes, a checksum of the first MiB of
 // the weights, KV dtype and chunk size. A store opened with another is refused.
 std::string StoreFingerprint(const Model& model, const std::string& kv_dtype, int chunk_tokens);
+// How a store of `model` under `opt` is written: its geometry and
+// fingerprint (what its MANIFEST says). Errors: a bad chunk size or KV dtype.
+StatusOr<StoreIdentity> StoreIdentityFor(const Model& model, const PrefixStoreOptions& opt);
 
 }  // namespace impress

@@ -52,6 +52,14 @@ Status ChunkStore::CreateOrCheckManifest() {
 Status ChunkStore::OpenFiles() {
   const std::string data = dir_ + "/chunks.dat";
   ASSIGN_OR_RETURN(lock_, env_->Lock(dir_ + "/LOCK"));
+  if (!env_->Exists(dir_ + "/log") && env_->Exists(data)) {  // a new store makes both at once
+    ASSIGN_OR_RETURN(std::unique_ptr<File> f, env_->Open(data, OpenMode::kRead));
+    ASSIGN_OR_RETURN(const uint64_t bytes, f->Size());
+    if (bytes > 0)
+      return Status::InvalidArgument(dir_ + ": chunks.dat holds " + std::to_string(bytes) +
+                                     " bytes but the log is missing, so no record says what they are; nothing was "
+                                     "written (restore the log, or run `impress store repair` to start it afresh)");
+  }
   ASSIGN_OR_RETURN(data_, env_->Open(data, OpenMode::kReadWrite));
   ASSIGN_OR_RETURN(direct_, env_->Open(data, OpenMode::kDirectRead));
   ASSIGN_OR_RETURN(log_, env_->Open(dir_ + "/log", OpenMode::kReadWrite));

@@ -136,7 +136,9 @@ class ChunkStore {
   // A folder with a log or chunk file that holds data but no MANIFEST is not
   // a store this can own: an error naming what is there.
   Status RefuseOrphanedData();
-  Status OpenFiles();              // chunks.dat (twice: appends and direct reads), LOCK, log
+  // chunks.dat (twice: appends and direct reads), LOCK, log; a chunks.dat
+  // that holds data beside no log is refused (nothing names its chunks).
+  Status OpenFiles();
   // Rebuilds index_ from the log (cutting a torn tail) and places data_end_.
   Status ReplayLog(std::vector<std::string>* committed);
   size_t RecordBytes() const { return opt_.geometry.RecordBytes(); }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Repair is crash-safe: a damaged store of a few hundred chunk layers is
+# repaired once to completion (the reference kept set); then, TRIALS times,
+# a fresh copy of the damaged store is repaired and the repair is killed
+# with SIGKILL after a seeded random delay spread over its running time
+# (from the executable's start-up, measured, to a little past the end);
+# repairing that copy again keeps exactly the reference's chunk ids, and
+# `store verify` passes. Trials whose repair finished before the kill count
+# apart; at least 20 must have been killed.
+# Usage: store_repair_crash.sh IMPRESS_BINARY MODEL_DIR DATA_DIR [TRIALS]
+set -euo pipefail
+bin=$1; model=$2; data=$3; trials=${4:-30}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1
+ids() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['kept_chunk_ids'])" "$1"; }
+
+# 8 COPA prefixes of 512 stored tokens (8 chunks each): 1920 chunk layers.
+"$bin" run --model "$model" --data "$data" --task copa --system as --pool 8 --prefix-tokens 600 --chunk 64 \
+  --requests 8 --warmup 0 --spread 1 --gpu-cache 1M --cpu-cache 2M --store "$tmp/clean" >/dev/null
+# Damage: a byte flipped in the third chunk of every other prefix, and one in the third log record.
+python3 - "$tmp/clean" <<'PY'
+import json, struct, sys
+st = sys.argv[1]
+log = open(f"{st}/log", "rb").read()
+recs, p = [], 0
+while p + 12 <= len(log):
+    _, n, _ = struct.unpack("<III", log[p:p + 12])
+    recs.append((p, json.loads(log[p + 12:p + 12 + n])))
+    p += 12 + n
+def flip(path, at):
+    with open(path, "r+b") as f:
+        f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0x5a]))
+for _, rec in recs[::2]:
+    ids = sorted({c["id"] for c in rec["chunks"]})
+    flip(f"{st}/chunks.dat", next(c["off"] for c in rec["chunks"] if c["id"] == ids[2] and c["layer"] == 5) + 64)
+flip(f"{st}/log", recs[3][0] + 12 + 30)
+PY
+start=$(date +%s%N)
+"$bin" --help >/dev/null
+startup=$(( $(date +%s%N) - start ))
+cp -r "$tmp/clean" "$tmp/ref"
+start=$(date +%s%N)
+"$bin" store repair --store "$tmp/ref" --json >"$tmp/ref.json"
+ns=$(( $(date +%s%N) - start ))
+want=$(ids "$tmp/ref.json")
+echo "store_repair_crash: reference repair in $((ns / 1000000)) ms (start-up $((startup / 1000000)) ms) keeps $(python3 -c "import json,sys;d=json.load(open(sys.argv[1]));print(d['chunks_kept'], 'of', d['chunks_intact'], 'intact chunks,', d['chunk_layers_damaged'], 'damaged chunk layers')" "$tmp/ref.json")"
+
+killed=0; finished=0
+for t in $(seq 1 "$trials"); do
+  rm -rf "$tmp/t"; cp -r "$tmp/clean" "$tmp/t"
+  delay=$(python3 -c "import random,sys;random.seed(int(sys.argv[1]));a,b=0.8*int(sys.argv[2]),1.05*int(sys.argv[3]);print('%.4f' % ((a+random.random()*(b-a))/1e9))" "$t" "$startup" "$ns")
+  "$bin" store repair --store "$tmp/t" --json >/dev/null 2>&1 & pid=$!
+  sleep "$delay"
+  kill -9 "$pid" 2>/dev/null || true
+  rc=0; { wait "$pid"; } 2>/dev/null || rc=$?
+  if [ "$rc" -eq 137 ]; then killed=$((killed + 1)); else finished=$((finished + 1)); fi
+  "$bin" store repair --store "$tmp/t" --json >"$tmp/again.json" || { echo "FAIL: trial $t: repair after the kill failed"; exit 1; }
+  [ "$(ids "$tmp/again.json")" = "$want" ] || { echo "FAIL: trial $t (killed after ${delay}s): another kept set"; exit 1; }
+  "$bin" store verify --store "$tmp/t" >/dev/null || { echo "FAIL: trial $t: verify after repair"; exit 1; }
+done
+echo "store_repair_crash: $killed repairs killed mid-way, $finished finished first; every one repaired again to the same kept set"
+[ "$killed" -ge 20 ] || { echo "FAIL: only $killed repairs were killed mid-way"; exit 1; }
