@@ -60,9 +60,13 @@ Status ChunkStore::OpenFiles() {
                                      " bytes but the log is missing, so no record says what they are; nothing was "
                                      "written (restore the log, or run `impress store repair` to start it afresh)");
   }
+  const bool created = !env_->Exists(data) || !env_->Exists(dir_ + "/log");
   ASSIGN_OR_RETURN(data_, env_->Open(data, OpenMode::kReadWrite));
   ASSIGN_OR_RETURN(direct_, env_->Open(data, OpenMode::kDirectRead));
   ASSIGN_OR_RETURN(log_, env_->Open(dir_ + "/log", OpenMode::kReadWrite));
+  // A synced file whose directory entry is not durable can vanish in a power
+  // cut, committed records and all: new files' entries are synced first.
+  if (created) RETURN_IF_ERROR(env_->SyncDir(dir_));
   return Status::OK();
 }
 

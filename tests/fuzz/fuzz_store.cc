@@ -10,6 +10,8 @@
 // verification) without crashing; an installed reordered copy's mapping
 // must be a permutation of its node's tokens; and compacting it (freeing what
 // no node reaches, rewriting the log) must leave a store that reopens.
+// Repairing the same files (on a copy) must refuse, or leave a store that
+// opens, replays, verifies and that a second repair leaves unchanged.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -18,6 +20,7 @@
 #include "cache/radix_tree.h"
 #include "engine/compaction.h"
 #include "engine/store_log.h"
+#include "engine/store_repair.h"
 #include "fuzz_input.h"
 #include "store/chunk_store.h"
 
@@ -40,6 +43,30 @@ void CheckCopies(const impress::RadixTree& tree, int layers) {
       }
     }
   }
+}
+
+// What `impress store repair` does with the files in `dir`, on a copy.
+void CheckRepair(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const std::string copy = dir + ".repair";
+  fs::remove_all(copy);
+  fs::copy(dir, copy, fs::copy_options::recursive);
+  auto r = impress::RepairStore({copy, std::nullopt, nullptr});
+  if (!r.ok()) return;
+  {
+    std::vector<std::string> kept;
+    auto store = impress::ChunkStore::OpenExisting(copy, &kept);
+    if (!store.ok()) __builtin_trap();
+    const int layers = (*store)->geometry().layers;
+    impress::RadixTree tree((*store)->geometry().chunk_tokens);
+    for (const std::string& meta : kept)
+      if (!impress::ReplayRecord(meta, layers, &tree).ok()) __builtin_trap();
+    CheckCopies(tree, layers);
+    uint64_t checked = 0;
+    if (!(*store)->Verify(&checked).ok()) __builtin_trap();
+  }
+  auto again = impress::RepairStore({copy, std::nullopt, nullptr});
+  if (!again.ok() || again->changed || again->kept_ids != r->kept_ids) __builtin_trap();
 }
 
 }  // namespace
@@ -67,6 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   impress::fuzz::WriteFile(dir + "/MANIFEST", reinterpret_cast<const uint8_t*>(manifest.data()), manifest.size());
   impress::fuzz::WriteFile(dir + "/log", reinterpret_cast<const uint8_t*>(log.data()), log.size());
 
+  CheckRepair(dir);
   if (mode == 2) {  // what `impress run` does first: open with the model's geometry
     impress::StoreOptions opt;
     opt.geometry = impress::ChunkGeometry{2, 2, 1, 4, 1, 2};
