@@ -18,7 +18,7 @@ help:
 	@echo "make test    build, prepare test fixtures, run every test"
 	@echo "make tsan    the tests under ThreadSanitizer (make asan: AddressSanitizer + UBSan)"
 	@echo "make fuzz    fuzz the file parsers with libFuzzer, FUZZ_SECONDS each (needs clang)"
-	@echo "make bench   prefill vs transformers; store read bandwidth vs fio; remote reads vs redis-benchmark; selection cost"
+	@echo "make bench   prefill vs transformers; store read bandwidth vs fio; remote reads vs redis-benchmark; selection cost; KV codec decode vs memcpy"
 	@echo "make demo    the main job on the default model: IMPRESS vs its baselines (TTFT, I/O), then accuracy"
 	@echo "make reproduce  every paper figure on $(MODEL) at the reduced scale (docs/reproduce.md), then make figures"
 	@echo "make figures    draw results/figures/*.png from their JSON"
@@ -78,6 +78,7 @@ bench: build
 	bash scripts/bench_store.sh $(BUILD)
 	bash scripts/bench_remote.sh $(BUILD)
 	OMP_NUM_THREADS=1 $(BUILD)/impress_select_bench
+	$(BUILD)/impress_codec_bench
 
 # The main job in about two minutes on two cores: TTFT and I/O of IMPRESS
 # against its baselines over a request stream (token unit, then the chunk
