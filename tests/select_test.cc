@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "store/kv_codec.h"
+
 #include <cmath>
 
 namespace impress {
@@ -262,6 +264,50 @@ TEST(Scorer, DocumentsThatSplitThePrefixEarlierDoNotLeakKv) {
   EXPECT_EQ(s.Score(plain)->loglik, fresh(plain));
   EXPECT_EQ(s.Score(merging)->loglik, fresh(merging));
   EXPECT_EQ(s.Score(plain)->loglik, fresh(plain));
+}
+
+
+// A codec makes the prefix's whole chunks what a store with it serves: a
+// prefix shorter than a chunk is untouched, one whole chunk is int8 under
+// both codecs (int4 keeps the first chunk, the attention sinks, at int8),
+// more chunks tell the codecs apart; and a document that restores part of
+// the prefix gets the same numbers as a fresh scorer (the restored chunks are
+// encoded again, a chunk cut short is recomputed).
+TEST(Scorer, ACodecServesThePrefixAsAStoreWould) {
+  auto manifest = testing::FixtureManifest();
+  const std::string dir = manifest["models"]["tiny-opt-preln"];
+  auto model = LoadModel(dir, LoadOptions{testing::TestDevice(), "float32"});
+  auto tok = Tokenizer::FromFile(dir + "/tokenizer.json");
+  ASSERT_TRUE(model.ok() && tok.ok());
+  SelectorOptions opt;
+  opt.chunk_tokens = 16;
+  Doc plain{"Question: is this the query?\nAnswer:", {"yes", "no"}, 0};
+  Doc merging{"\n\n\nQuestion: and this one?\nAnswer:", {"yes", "no"}, 0};
+  auto fresh = [&](const std::string& prefix, KvCodec c, const Doc& d) {
+    Scorer s(**model, **tok, opt, c);
+    EXPECT_TRUE(s.SetPrefix(prefix).ok());
+    return s.Score(d)->loglik;
+  };
+  auto tokens = [&](const std::string& text) { return (*tok)->Encode(text, false)->size(); };
+  const std::string shorter = "Question: water?\nAnswer: wet\n\n";
+  ASSERT_LT(tokens(shorter), 16u);
+  EXPECT_EQ(fresh(shorter, KvCodec::kInt4, plain), fresh(shorter, KvCodec::kNone, plain));
+  std::string one = shorter;
+  while (tokens(one) < 20) one += "More: words here\n";
+  ASSERT_LT(tokens(one), 32u);
+  EXPECT_NE(fresh(one, KvCodec::kInt8, plain), fresh(one, KvCodec::kNone, plain));
+  EXPECT_EQ(fresh(one, KvCodec::kInt4, plain), fresh(one, KvCodec::kInt8, plain));
+  std::string many = one;
+  for (int i = 0; i < 8; ++i) many += "Question: what is example " + std::to_string(i) + "?\nAnswer: a thing\n\n";
+  ASSERT_GT(tokens(many), 64u);
+  EXPECT_NE(fresh(many, KvCodec::kInt4, plain), fresh(many, KvCodec::kInt8, plain));
+  for (KvCodec c : {KvCodec::kInt8, KvCodec::kInt4}) {
+    Scorer s(**model, **tok, opt, c);
+    ASSERT_TRUE(s.SetPrefix(many).ok());
+    EXPECT_EQ(s.Score(plain)->loglik, fresh(many, c, plain)) << KvCodecName(c);
+    EXPECT_EQ(s.Score(merging)->loglik, fresh(many, c, merging)) << KvCodecName(c);
+    EXPECT_EQ(s.Score(plain)->loglik, fresh(many, c, plain)) << KvCodecName(c);
+  }
 }
 
 }  // namespace

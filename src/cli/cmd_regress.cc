@@ -15,6 +15,7 @@ namespace {
 
 struct RegressOptions {
   std::string model, expected, data = "data";
+  std::string kv_codec;  // set: in place of the expected file's config.kv_codec
   bool update = false;
   RuntimeFlags runtime;
 };
@@ -41,6 +42,7 @@ int RunRegress(const RegressOptions& o) {
   }
   Status shape = ValidateRegressionSpec(spec, o.update);
   if (!shape.ok()) return Fail(shape.WithContext(o.expected));
+  if (!o.kv_codec.empty()) spec["config"]["kv_codec"] = o.kv_codec;
   auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
   if (!tok.ok()) return Fail(tok.status());
   auto model = LoadModel(o.model, LoadOptions{o.runtime.device, o.runtime.dtype});
@@ -76,6 +78,10 @@ void AddRegressCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--expected", o->expected, "expected numbers (JSON): its config says what runs")->required();
   cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl (make data)");
   cmd->add_flag("--update", o->update, "rewrite --expected from this run (keeps its config and tolerances)");
+  cmd->add_option("--kv-codec", o->kv_codec,
+                  "score with the prefix KV a store with this codec serves (fp16, int8, int4), in place of the "
+                  "expected file's config.kv_codec (fp16 when it has none)")
+      ->check(CLI::IsMember({"fp16", "int8", "int4"}));
   AddRuntimeFlags(cmd, &o->runtime);
   commands->push_back({cmd, [o] { return RunRegress(*o); }});
 }

@@ -5,6 +5,7 @@
 #include "common/utf8.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "select/kv_codec_tensor.h"
 
 namespace impress {
 
@@ -64,8 +65,34 @@ StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const Scored
   return score;
 }
 
-Scorer::Scorer(Model& model, const Tokenizer& tok, const SelectorOptions& select)
-    : model_(model), tok_(tok), cache_(model.config().num_layers), select_(select) {}
+Scorer::Scorer(Model& model, const Tokenizer& tok, const SelectorOptions& select, KvCodec codec)
+    : model_(model), tok_(tok), cache_(model.config().num_layers), select_(select), codec_(codec) {}
+
+void Scorer::StoreChunks() {
+  const int64_t w = held_ / select_.chunk_tokens * select_.chunk_tokens;
+  stored_k_.assign(model_.config().num_layers, at::Tensor());
+  stored_v_ = stored_k_;
+  for (int l = 0; l < model_.config().num_layers; ++l) {
+    RoundTripPrefix(codec_, select_.chunk_tokens, 0, w, cache_.keys(l), cache_.values(l));
+    stored_k_[l] = cache_.keys(l).narrow(1, 0, w).clone();
+    stored_v_[l] = cache_.values(l).narrow(1, 0, w).clone();
+  }
+  cache_.Truncate(w);  // the partial last chunk is computed over the decoded chunks, as a store's reader would
+  if (held_ > w) model_.Forward(std::vector<int32_t>(prefix_ids_.begin() + w, prefix_ids_.end()), w, cache_);
+}
+
+void Scorer::ReuseStored(int64_t m) {
+  const int64_t c = select_.chunk_tokens, w = m / c * c, held_w = held_ / c * c;
+  // Positions before the last whole chunk within m are the store's chunks;
+  // the rest are computed over them. What cache_ holds past a chunk boundary
+  // is reusable only if it was computed over the same chunks.
+  const int64_t keep = w == held_w ? std::min(m, held_) : std::min(w, held_w);
+  cache_.Truncate(keep);
+  for (int l = 0; keep < w && l < model_.config().num_layers; ++l)
+    cache_.Append(LayerQkv{l, at::Tensor(), stored_k_[l].narrow(1, keep, w - keep), stored_v_[l].narrow(1, keep, w - keep)});
+  const int64_t from = std::max(keep, w);
+  if (m > from) model_.Forward(std::vector<int32_t>(prefix_ids_.begin() + from, prefix_ids_.begin() + m), from, cache_);
+}
 
 Status Scorer::SetPrefix(const std::string& prefix) {
   ASSIGN_OR_RETURN(prefix_ids_, tok_.Encode(prefix, /*add_special_tokens=*/false));
@@ -77,6 +104,7 @@ Status Scorer::SetPrefix(const std::string& prefix) {
   RETURN_IF_ERROR(ValidateTokens(model_.config(), prefix_ids_, 0).WithContext("few-shot prefix"));
   model_.Forward(prefix_ids_, 0, cache_);
   held_ = prefix_tokens();
+  if (codec_ != KvCodec::kNone) StoreChunks();
   return Status::OK();
 }
 
@@ -87,9 +115,13 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
   int64_t m = 0;
   const int64_t limit = std::min<int64_t>(prefix_tokens(), static_cast<int64_t>(ctx.ids.size()) - 1);
   while (m < limit && ctx.ids[m] == prefix_ids_[m]) ++m;
-  cache_.Truncate(std::min(m, held_));
-  if (m > held_) {  // an earlier document shared fewer prefix tokens: restore the prefix's KV
-    model_.Forward(std::vector<int32_t>(prefix_ids_.begin() + held_, prefix_ids_.begin() + m), held_, cache_);
+  if (codec_ != KvCodec::kNone) {
+    ReuseStored(m);
+  } else {
+    cache_.Truncate(std::min(m, held_));
+    if (m > held_) {  // an earlier document shared fewer prefix tokens: restore the prefix's KV
+      model_.Forward(std::vector<int32_t>(prefix_ids_.begin() + held_, prefix_ids_.begin() + m), held_, cache_);
+    }
   }
   held_ = m;
   std::vector<int32_t> rest(ctx.ids.begin() + m, ctx.ids.end());

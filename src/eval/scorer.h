@@ -9,6 +9,7 @@
 #include "data/task.h"
 #include "model/kv_provider.h"
 #include "select/selector.h"
+#include "store/kv_codec.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -49,8 +50,12 @@ StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const Scored
 class Scorer {
  public:
   // `select` chooses which prefix KV each layer of a document attends to
-  // (everything by default).
-  Scorer(Model& model, const Tokenizer& tok, const SelectorOptions& select = {});
+  // (everything by default). With a `codec`, documents attend to what a
+  // store with that codec serves: the prefix's whole chunks
+  // (select.chunk_tokens) computed once, encoded and decoded
+  // (select/kv_codec_tensor.h), and the tokens after the last whole chunk a
+  // document shares computed over them, as a store-backed request does.
+  Scorer(Model& model, const Tokenizer& tok, const SelectorOptions& select = {}, KvCodec codec = KvCodec::kNone);
 
   // Makes `prefix` the text in front of every later document.
   Status SetPrefix(const std::string& prefix);
@@ -69,7 +74,17 @@ class Scorer {
   DenseKvCache cache_;
   int64_t held_ = 0;  // cache_'s first held_ positions hold the prefix's KV; the rest, a document's
   SelectorOptions select_;
+  KvCodec codec_;
   SelectionCounters counters_;
+  // With a codec: the prefix's whole chunks as a store serves them (encoded,
+  // decoded), per layer [heads, whole-chunk tokens, dim].
+  std::vector<at::Tensor> stored_k_, stored_v_;
+  // Puts the held prefix's whole chunks through codec_ into stored_*, and
+  // recomputes its partial last chunk over them.
+  void StoreChunks();
+  // Makes cache_ hold what a store-backed request sharing the prefix's first
+  // m tokens attends to: the stored chunks within m, the rest computed over them.
+  void ReuseStored(int64_t m);
 };
 
 }  // namespace impress

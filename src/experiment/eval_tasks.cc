@@ -111,11 +111,13 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   ASSIGN_OR_RETURN(select.unit, ParseItfUnit(c.itf_unit));
   select.chunk_tokens = c.chunk;
   ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));
-  Scorer scorer(model, tok, select);
+  ASSIGN_OR_RETURN(const KvCodec codec, ParseKvCodec(c.kv_codec));
+  Scorer scorer(model, tok, select, codec);
   nlohmann::ordered_json j = {{"system", c.system}, {"shots", c.shots}, {"max_prefix_tokens", c.prefix_tokens},
                               {"seed", c.seed}, {"limit", c.limit},
                               {"retention", c.retention}, {"alpha", c.alpha},
                               {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout}};
+  if (codec != KvCodec::kNone) j["kv_codec"] = KvCodecName(codec);  // fp16 runs' JSON stays as it was
   j["results"] = nlohmann::json::array();
   for (const TaskSpec* t : tasks) {
     ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTask(c, *t, tok, scorer));

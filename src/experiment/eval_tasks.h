@@ -34,6 +34,9 @@ struct EvalConfig {
   std::string itf_unit = "token";  // IMPRESS agreed set: "token" (the paper) or "chunk"
   std::string probe_layout = "first";  // IMPRESS probe heads: "first" (the paper) or "spread"
   int chunk = 64;                  // chunk size of the "chunk" unit (the prefix is cut as a store would)
+  // The stored KV codec (fp16, int8, int4): the prefix's whole chunks are
+  // encoded and decoded as a store with it serves them (select/kv_codec_tensor.h).
+  std::string kv_codec = "fp16";
   std::ostream* samples = nullptr; // per-document records (JSONL) when set
   // Applied to every loaded document (shots and scored ones) before prompts
   // are built: lets a test alter what a template produced.

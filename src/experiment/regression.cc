@@ -71,6 +71,7 @@ StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& to
       e.seed = c.at("seed").get<uint64_t>();
       e.retention = c.at("retention").get<double>();
       e.alpha = c.at("alpha").get<double>();
+      e.kv_codec = c.value("kv_codec", std::string("fp16"));
       e.edit_doc = edit_doc;
       ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTasks(model, tok, e));
       for (const auto& t : r["results"])

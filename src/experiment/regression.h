@@ -5,7 +5,7 @@
 //
 // Expected file (JSON):
 //   {"config": {"tasks": [...], "systems": [...], "shots", "limit", "seed",
-//               "retention", "alpha"},
+//               "retention", "alpha", optionally "kv_codec" (fp16, int8, int4)},
 //    "tolerance": {"acc": A, "acc_norm": A, "gold_loglik_mean": L},
 //    "command": how the file was written,
 //    "results": [{"task", "system", "n", "acc", "acc_norm", "gold_loglik_mean"}, ...]}
