@@ -14,12 +14,14 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "cache/radix_tree.h"
 #include "engine/compaction.h"
 #include "engine/reorder_worker.h"
 #include "engine/store_log.h"
+#include "engine/store_repair.h"
 #include "engine/request.h"
 #include "model/model.h"
 #include "model_store_fixture.h"
@@ -276,6 +278,63 @@ TEST_P(ReorderTest, ReplacedAndDroppedCopiesAreFreed) {
   ASSERT_TRUE(a.ok()) << a.status().message();
   for (const char* system : {"as", "impress-itf-ro", "h2o-lfu"})
     EXPECT_TRUE(Run(system, 0.25, a->get(), ctx, 96).equal(Run(system, 0.25, b->get(), ctx, 96))) << system;
+}
+
+// Repair of a reordered store whose copy has a damaged chunk: the copy is
+// dropped (its intact chunks unreachable), the node keeps all its own chunks,
+// and every system reads the repaired store as it reads an unreordered one.
+TEST_P(ReorderTest, RepairDropsADamagedCopyAndKeepsItsNode) {
+  TempDir a_dir, b_dir;
+  const std::vector<int32_t> prefix = Tokens(96, 3);
+  const auto ctx = Query(prefix, 30);
+  auto b = PrefixStore::Open(*model_, Options(b_dir.path()));
+  ASSERT_TRUE(b.ok());
+  Run("as", 1.0, b->get(), prefix, 96);
+  std::vector<uint64_t> copy;
+  {
+    auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
+    ASSERT_TRUE(a.ok());
+    Warm(a->get(), prefix, 3);
+    ReorderStats stats;
+    ASSERT_TRUE((*a)->Reorder({}, &stats).ok());
+    ASSERT_EQ(stats.nodes_reordered, 1);
+    PrefixLease lease = (*a)->Acquire(prefix, 96);
+    ASSERT_TRUE(lease.reordered());
+    copy = lease.chunks;
+    (*a)->Release(lease);
+  }
+  {  // a byte flipped in the copy's second chunk, layer 0 keys: its offset from the log
+    std::vector<LogEntry> entries;
+    auto log = ReadFileToString(Env::Default(), a_dir.File("log"));
+    ASSERT_TRUE(log.ok());
+    size_t end = 0;
+    ASSERT_TRUE(ReadLogEntries(*log, model_->config().num_layers, &entries, &end).ok());
+    uint64_t off = 0;
+    for (const LogEntry& e : entries)
+      for (const StoredChunk& c : e.chunks)
+        if (c.id == copy[1] && c.layer == 0) off = c.loc.offset;
+    ASSERT_GT(off, 0u);
+    std::fstream f(a_dir.File("chunks.dat"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(off + 5));
+    f.put('\x33');
+  }
+  auto r = RepairStore({a_dir.path(), std::nullopt, nullptr});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->changed);
+  EXPECT_EQ(r->copies_dropped, 1);
+  EXPECT_EQ(r->prefixes_cut, 0);
+  EXPECT_EQ(r->chunks_kept, 6);                            // the node's own chunks
+  EXPECT_EQ(r->chunks_unreachable, static_cast<int64_t>(copy.size()) - 1);  // the copy's intact ones
+  auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  PrefixLease lease = (*a)->Acquire(prefix, 96);
+  EXPECT_FALSE(lease.reordered());
+  (*a)->Release(lease);
+  for (const char* system : {"as", "impress-itf-ro", "h2o-lfu"}) {
+    RequestTrace t;
+    EXPECT_TRUE(Run(system, 0.25, a->get(), ctx, 96, &t).equal(Run(system, 0.25, b->get(), ctx, 96))) << system;
+    EXPECT_FALSE(t.recomputed_after_error) << t.error;
+  }
 }
 
 // Passes that replace a node's copy again and again append a record each
