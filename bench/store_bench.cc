@@ -41,7 +41,7 @@ void BM_ReadLayerChunkSet(benchmark::State& state, impress::ChunkStore* store, c
       uint64_t id = (next++ * 2654435761u) % f->chunks;  // scattered ids
       reads.push_back({id, 0, impress::kKeys | impress::kValues, &buf[2 * i * kb], &buf[(2 * i + 1) * kb], nullptr});
     }
-    impress::Status s = store->Read(reads);
+    impress::Status s = store->Read(&reads);
     if (!s.ok()) {
       state.SkipWithError(s.message().c_str());
       break;

@@ -91,7 +91,8 @@ class MemoryBackend final : public ChunkBackend {
     std::lock_guard<std::mutex> lock(m_->mu);
     return names_.count(chunk) > 0;
   }
-  Status Read(const std::vector<ChunkRead>& reads) override {
+  Status Read(std::vector<ChunkRead>* read_list) override {
+    const std::vector<ChunkRead>& reads = *read_list;
     w_->Check();
     std::lock_guard<std::mutex> lock(m_->mu);
     for (const ChunkRead& r : reads) {

@@ -19,6 +19,9 @@
 namespace impress {
 namespace {
 
+// One batch of reads given inline.
+Status ReadList(ChunkStore& store, std::vector<ChunkRead> reads) { return store.Read(&reads); }
+
 using testing::TempDir;
 
 StoreOptions Options() {
@@ -55,7 +58,7 @@ Status CommitChunks(ChunkStore& s, uint64_t first, int n) {
 void ExpectChunk(ChunkStore& s, uint64_t id, int layer) {
   const auto& g = s.geometry();
   std::vector<uint8_t> k(g.KeyBytes()), v(g.KeyBytes()), p(g.ProbeBytes());
-  Status st = s.Read({{id, layer, kKeys | kValues | kProbeKeys, k.data(), v.data(), p.data()}});
+  Status st = ReadList(s, {{id, layer, kKeys | kValues | kProbeKeys, k.data(), v.data(), p.data()}});
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(k, Content(id, layer, 0, k.size()));
   EXPECT_EQ(v, Content(id, layer, 1, v.size()));
@@ -124,7 +127,7 @@ TEST(ChunkStore, RoundTripAndReopen) {
   for (uint64_t id = 0; id < 5; ++id) ExpectChunk(**s, id, 1);
   // Only the keys, as H2O reads them.
   std::vector<uint8_t> k((*s)->geometry().KeyBytes());
-  ASSERT_TRUE((*s)->Read({{2, 0, kKeys, k.data(), nullptr, nullptr}}).ok());
+  ASSERT_TRUE(ReadList(**s, {{2, 0, kKeys, k.data(), nullptr, nullptr}}).ok());
   EXPECT_EQ(k, Content(2, 0, 0, k.size()));
   uint64_t checked = 0;
   EXPECT_TRUE((*s)->Verify(&checked).ok());
@@ -178,7 +181,7 @@ TEST(ChunkStore, FlippedByteIsDetectedNeverServed) {
   ASSERT_TRUE(s.ok());
   const auto& g = (*s)->geometry();
   std::vector<uint8_t> k(g.KeyBytes());
-  Status st = (*s)->Read({{0, 0, kKeys, k.data(), nullptr, nullptr}});
+  Status st = ReadList(**s, {{0, 0, kKeys, k.data(), nullptr, nullptr}});
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("fails its checksum"), std::string::npos);
   EXPECT_FALSE((*s)->Verify(nullptr).ok());
@@ -234,7 +237,7 @@ TEST(ChunkStore, ChunksPastATruncationAreDamageNotAnIOError) {
   ASSERT_TRUE(s.ok()) << s.status().message();
   const auto& g = (*s)->geometry();
   std::vector<uint8_t> k(g.KeyBytes()), v(g.KeyBytes());
-  Status last = (*s)->Read({{3, g.layers - 1, kKeys | kValues, k.data(), v.data(), nullptr}});
+  Status last = ReadList(**s, {{3, g.layers - 1, kKeys | kValues, k.data(), v.data(), nullptr}});
   EXPECT_TRUE(last.IsCorruption()) << last.message();
   EXPECT_NE(last.message().find("past the end of the file"), std::string::npos) << last.message();
   ExpectChunk(**s, 0, 0);
@@ -442,7 +445,7 @@ TEST(ChunkStore, FreeForgetsChunksAndGivesBackTheirSpace) {
     EXPECT_EQ(before - after, freed.bytes) << "the file system kept the freed parts allocated";
     EXPECT_FALSE((*s)->Has(2, 1));
     std::vector<uint8_t> k((*s)->geometry().KeyBytes());
-    Status r = (*s)->Read({{2, 0, kKeys, k.data(), nullptr, nullptr}});
+    Status r = ReadList(**s, {{2, 0, kKeys, k.data(), nullptr, nullptr}});
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.message().find("chunk 2 layer 0 is not stored"), std::string::npos) << r.message();
     for (uint64_t id : {0, 4, 7}) ExpectChunk(**s, id, 2);

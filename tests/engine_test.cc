@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "model/model.h"
+#include "select/kv_codec_tensor.h"
 #include "model_store_fixture.h"
 
 namespace impress {
@@ -160,6 +161,53 @@ TEST_P(ReuseTest, TruncatedChunkFileIsRecomputedNotAFailure) {
   ExpectRecomputedAfter([](const TempDir& dir) {
     std::filesystem::resize_file(dir.File("chunks.dat"), std::filesystem::file_size(dir.File("chunks.dat")) / 2);
   }, "past the end of the file");
+}
+
+// A store with a KV codec serves what its codec decodes: the reused prefix's
+// chunks are the encoding of the first request's fp16 KV (int4 keeps the
+// first chunk at int8), read from disk at their encoded size, and the tokens
+// after them are computed over the decoded chunks. A store is never opened
+// with another codec.
+TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
+  const int layers = model_->config().num_layers;
+  const std::vector<int32_t> ctx = Tokens(70, 5);  // 4 whole 16-token chunks stored
+  for (KvCodec codec : {KvCodec::kInt8, KvCodec::kInt4}) {
+    SCOPED_TRACE(KvCodecName(codec));
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.kv_codec = codec;
+    o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
+    auto store = PrefixStore::Open(*model_, o);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    std::unique_ptr<RewindableKv> kv;
+    RequestTrace first, second;
+    ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &first).ok());
+    auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &second);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(second.reused_tokens, 64);
+    // The reference: the context's KV computed whole, its first 64 positions
+    // put through the codec chunk by chunk, the rest computed over them.
+    DenseKvCache ref(layers);
+    model_->Forward(ctx, 0, ref);
+    for (int l = 0; l < layers; ++l) RoundTripPrefix(codec, 16, 0, 64, ref.keys(l), ref.values(l));
+    ref.Truncate(64);
+    at::Tensor want =
+        at::log_softmax(model_->Forward(std::vector<int32_t>(ctx.begin() + 64, ctx.end()), 64, ref)[0], -1).cpu();
+    EXPECT_LE((*got - want).abs().max().item<double>(), 1e-4);
+    const ChunkGeometry& g = (*store)->geometry();
+    const KvCodec first_codec = ChunkCodec(codec, 0);
+    const int64_t per_layer = static_cast<int64_t>(g.PartBytes(0, first_codec) + g.PartBytes(1, first_codec) +
+                                                   3 * (g.PartBytes(0, codec) + g.PartBytes(1, codec)));
+    EXPECT_EQ(second.load.bytes[2], layers * per_layer);
+    store->reset();
+    PrefixStoreOptions other = o;
+    other.kv_codec = codec == KvCodec::kInt8 ? KvCodec::kInt4 : KvCodec::kInt8;
+    auto refused = PrefixStore::Open(*model_, other);
+    ASSERT_FALSE(refused.ok());
+    const std::string& m = refused.status().message();
+    EXPECT_NE(m.find(std::string("\"codec\":\"") + KvCodecName(codec) + "\""), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string("\"codec\":\"") + KvCodecName(other.kv_codec) + "\""), std::string::npos) << m;
+  }
 }
 
 // Selective loading from the store: retention 1.0 under h2o and impress-itf

@@ -308,7 +308,7 @@ TEST_P(ReorderTest, RepairDropsADamagedCopyAndKeepsItsNode) {
     auto log = ReadFileToString(Env::Default(), a_dir.File("log"));
     ASSERT_TRUE(log.ok());
     size_t end = 0;
-    ASSERT_TRUE(ReadLogEntries(*log, model_->config().num_layers, &entries, &end).ok());
+    ASSERT_TRUE(ReadLogEntries(*log, (*b)->geometry(), &entries, &end).ok());
     uint64_t off = 0;
     for (const LogEntry& e : entries)
       for (const StoredChunk& c : e.chunks)

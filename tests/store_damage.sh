@@ -6,7 +6,7 @@
 # `store verify --json` counts the chunks whose checksums all hold; repair
 # keeps exactly those, less the ones behind a lost chunk in their prefix
 # (which it reports), and where the damage is at a prefix's end, all of them.
-# The damages are made from docs/store.md's file format, read here in Python.
+# The damages are made from docs/store.md's file format (tests/store_files.py).
 # Usage: store_damage.sh IMPRESS_BINARY MODEL_DIR DATA_DIR
 set -euo pipefail
 bin=$1; model=$2; data=$3
@@ -30,23 +30,14 @@ expect_fail() {
     { echo "stderr:"; cat "$tmp/err"; fail "$what: rc=$rc, wanted 1 and '$text'"; }
 }
 
-# The damages, from the documented format: the log's records
-# ([u32 magic][u32 length][u32 crc][JSON]) name each (chunk, layer)'s offset.
+# The damages: the log's records name each (chunk, layer)'s offset.
 damage() {  # damage KIND STORE
-  python3 - "$1" "$2" <<'PY'
-import json, os, struct, sys
+  python3 - "$1" "$2" "$0" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[3]))
+from store_files import chunk_offset as chunk, flip, records
 kind, st = sys.argv[1], sys.argv[2]
-log = open(f"{st}/log", "rb").read()
-recs, p = [], 0
-while p + 12 <= len(log):
-    _, n, _ = struct.unpack("<III", log[p:p + 12])
-    recs.append((p, json.loads(log[p + 12:p + 12 + n])))
-    p += 12 + n
-def flip(path, at):
-    with open(path, "r+b") as f:
-        f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0x5a]))
-def chunk(rec, cid, layer):
-    return next(c["off"] for c in rec["chunks"] if c["id"] == cid and c["layer"] == layer)
+recs = records(st)
 first, last = recs[0][1], recs[-1][1]
 ids = sorted({c["id"] for c in first["chunks"]})
 middle_off = sorted(c["off"] for c in last["chunks"])[len(last["chunks"]) // 2]

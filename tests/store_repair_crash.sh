@@ -19,21 +19,15 @@ ids() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['kept_chu
 "$bin" run --model "$model" --data "$data" --task copa --system as --pool 8 --prefix-tokens 600 --chunk 64 \
   --requests 8 --warmup 0 --spread 1 --gpu-cache 1M --cpu-cache 2M --store "$tmp/clean" >/dev/null
 # Damage: a byte flipped in the third chunk of every other prefix, and one in the third log record.
-python3 - "$tmp/clean" <<'PY'
-import json, struct, sys
+python3 - "$tmp/clean" "$0" <<'PY'
+import os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[2]))
+from store_files import chunk_offset, flip, records
 st = sys.argv[1]
-log = open(f"{st}/log", "rb").read()
-recs, p = [], 0
-while p + 12 <= len(log):
-    _, n, _ = struct.unpack("<III", log[p:p + 12])
-    recs.append((p, json.loads(log[p + 12:p + 12 + n])))
-    p += 12 + n
-def flip(path, at):
-    with open(path, "r+b") as f:
-        f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0x5a]))
+recs = records(st)
 for _, rec in recs[::2]:
     ids = sorted({c["id"] for c in rec["chunks"]})
-    flip(f"{st}/chunks.dat", next(c["off"] for c in rec["chunks"] if c["id"] == ids[2] and c["layer"] == 5) + 64)
+    flip(f"{st}/chunks.dat", chunk_offset(rec, ids[2], 5) + 64)
 flip(f"{st}/log", recs[3][0] + 12 + 30)
 PY
 start=$(date +%s%N)

@@ -28,6 +28,7 @@ struct StoreCmdOptions {
   std::string model;
   int chunk = 64;
   std::string kv_dtype = "float16";
+  std::string kv_codec = "fp16";
   std::string probe_layout = "first";
 };
 
@@ -71,6 +72,9 @@ int RunRepair(const StoreCmdOptions& o) {
     PrefixStoreOptions po;
     po.chunk_tokens = o.chunk;
     po.kv_dtype = o.kv_dtype;
+    auto codec = ParseKvCodec(o.kv_codec);
+    if (!codec.ok()) return Fail(codec.status());
+    po.kv_codec = *codec;
     auto layout = ParseProbeLayout(o.probe_layout);
     if (!layout.ok()) return Fail(layout.status());
     po.probe_layout = *layout;
@@ -169,12 +173,12 @@ int RunStore(const StoreCmdOptions& o) {
   }
   size_t tokens = 0;
   for (const auto& meta : committed) tokens += nlohmann::json::parse(meta)["tokens"].size();
-  const size_t part = g.KeyBytes() * 2 + g.ProbeBytes();
+  const size_t part = g.KeyBytes() + g.ValueBytes() + g.ProbeBytes();
   nlohmann::ordered_json j = {
       {"store", o.store}, {"fingerprint", st.fingerprint()}, {"records", committed.size()},
       {"chunk_layers", st.chunk_count()}, {"stored_tokens", tokens}, {"chunk_tokens", g.chunk_tokens},
       {"layers", g.layers}, {"kv_heads", g.kv_heads}, {"head_dim", g.head_dim},
-      {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes},
+      {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}, {"codec", KvCodecName(g.codec)},
       {"data_bytes", st.data_bytes()}, {"allocated_bytes", st.AllocatedBytes()},
       {"payload_bytes", st.chunk_count() * part},
       {"probe_copy_share", g.layers ? double(g.ProbeBytes()) / double(2 * g.KeyBytes()) : 0.0}};
@@ -208,6 +212,8 @@ void AddStoreCommand(CLI::App& app, std::vector<Command>* commands) {
       ->check(PositiveNumber());
   cmd->add_option("--kv-dtype", o->kv_dtype, "repair with --model: the stored KV dtype")
       ->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
+  cmd->add_option("--kv-codec", o->kv_codec, "repair with --model: how the store encodes chunk parts")
+      ->check(CLI::IsMember({"fp16", "int8", "int4"}));
   cmd->add_option("--probe-layout", o->probe_layout, "repair with --model: first or spread");
   commands->push_back({cmd, [o] { return RunStore(*o); }});
 }

@@ -49,7 +49,7 @@ class ChunkBackend {
   // Reads the asked parts of every read into its buffers, as one batch.
   // NotFound: a chunk's data is gone or damaged in a way the request recovers
   // from by recomputing; any other error is the run's.
-  virtual Status Read(const std::vector<ChunkRead>& reads) = 0;
+  virtual Status Read(std::vector<ChunkRead>* reads) = 0;
   // Takes `put`; returns at once. `done`, when given, runs once the chunks are
   // written or have failed (perhaps on the calling thread, before Put returns).
   virtual void Put(ChunkPut put, std::function<void(const Status&)> done) {
@@ -89,7 +89,7 @@ class DiskBackend final : public ChunkBackend {
   explicit DiskBackend(ChunkStore* disk) : disk_(disk) {}
   Tier tier() const override { return Tier::kDisk; }
   bool Holds(uint64_t chunk, int layer) const override { return disk_->Has(chunk, layer); }
-  Status Read(const std::vector<ChunkRead>& reads) override { return disk_->Read(reads); }
+  Status Read(std::vector<ChunkRead>* reads) override { return disk_->Read(reads); }
 
  private:
   ChunkStore* disk_;

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "common/status.h"
+#include "engine/chunk_codec.h"
 
 namespace impress {
 
@@ -14,18 +15,24 @@ ChunkReader::ChunkReader(const ChunkReaderOptions& opt, TieredCache* cache, std:
   IMPRESS_CHECK(!backends_.empty());
 }
 
-Status ChunkReader::ReadBackends(const std::vector<ChunkRead>& reads, std::vector<Tier>* tiers) {
+Status ChunkReader::ReadBackends(std::vector<ChunkRead>* reads, std::vector<Tier>* tiers) {
   const size_t nb = backends_.size();
   std::vector<std::vector<ChunkRead>> batch(nb);
-  if (tiers != nullptr) tiers->resize(reads.size());
-  for (size_t j = 0; j < reads.size(); ++j) {
+  std::vector<std::vector<size_t>> from(nb);  // batch[b][i] is reads[from[b][i]]
+  if (tiers != nullptr) tiers->resize(reads->size());
+  for (size_t j = 0; j < reads->size(); ++j) {
+    const ChunkRead& r = (*reads)[j];
     size_t b = 0;
-    while (b + 1 < nb && !backends_[b]->Holds(reads[j].chunk_id, reads[j].layer)) ++b;
-    batch[b].push_back(reads[j]);
+    while (b + 1 < nb && !backends_[b]->Holds(r.chunk_id, r.layer)) ++b;
+    batch[b].push_back(r);
+    from[b].push_back(j);
     if (tiers != nullptr) (*tiers)[j] = backends_[b]->tier();
   }
-  for (size_t b = 0; b < nb; ++b)
-    if (!batch[b].empty()) RETURN_IF_ERROR(backends_[b]->Read(batch[b]));
+  for (size_t b = 0; b < nb; ++b) {
+    if (batch[b].empty()) continue;
+    RETURN_IF_ERROR(backends_[b]->Read(&batch[b]));
+    for (size_t i = 0; i < batch[b].size(); ++i) (*reads)[from[b][i]].codec = batch[b][i].codec;
+  }
   return Status::OK();
 }
 
@@ -34,7 +41,6 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   IMPRESS_CHECK(parts.size() == chunks.size());
   out->resize(chunks.size());
   const ChunkGeometry& g = opt_.geometry;
-  const size_t kb = g.KeyBytes(), pb = g.ProbeBytes();
   std::vector<size_t> todo;
   std::vector<uint8_t> need(chunks.size(), 0);
   std::vector<bool> fresh(chunks.size(), false);  // nothing of it fetched before: counts as one chunk read
@@ -66,7 +72,10 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   const std::vector<int64_t> full = {g.chunk_tokens, g.kv_heads, g.head_dim};
   const std::vector<int64_t> probe = {g.chunk_tokens, g.probe_kv_heads, g.head_dim};
   const auto host = at::TensorOptions().dtype(opt_.kv_type).pinned_memory(opt_.device.is_cuda());
-  std::vector<std::array<at::Tensor, 3>> got(todo.size());
+  // Without a codec each part is read straight into its tensor; with one,
+  // into a buffer that fits the largest encoding, then decoded.
+  const bool encoded = g.codec != KvCodec::kNone;
+  std::vector<std::array<at::Tensor, 3>> got(todo.size()), raw(todo.size());
   std::vector<ChunkRead> reads;
   for (size_t j = 0; j < todo.size(); ++j) {
     const uint8_t m = need[todo[j]];
@@ -74,20 +83,26 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
     for (int part = 0; part < 3; ++part) {
       if (!(m & (1 << part))) continue;  // ChunkPart: keys, values, probe keys
       got[j][part] = at::empty(part == 2 ? probe : full, host);
-      dst[part] = static_cast<uint8_t*>(got[j][part].data_ptr());
+      raw[j][part] = encoded ? at::empty({static_cast<int64_t>(g.MaxPartBytes(part))}, at::kByte) : got[j][part];
+      dst[part] = static_cast<uint8_t*>(raw[j][part].data_ptr());
     }
     reads.push_back({chunks[todo[j]], layer, m, dst[0], dst[1], dst[2]});
   }
   std::vector<Tier> from;
-  RETURN_IF_ERROR(ReadBackends(reads, &from));
+  RETURN_IF_ERROR(ReadBackends(&reads, &from));
   TierCounts bytes;
   for (size_t j = 0; j < todo.size(); ++j) {
     ChunkParts& p = (*out)[todo[j]];
     const uint8_t m = need[todo[j]];
     const Tier tier = from[j];
-    if (m & kKeys) p.k = got[j][0], bytes[tier] += kb;
-    if (m & kValues) p.v = got[j][1], bytes[tier] += kb;
-    if (m & kProbeKeys) p.probe = got[j][2], bytes[tier] += pb;
+    for (int part = 0; part < 3; ++part) {
+      if (!(m & (1 << part))) continue;
+      if (encoded) DecodeChunkPart(g, part, reads[j].codec, raw[j][part].data_ptr<uint8_t>(), &got[j][part]);
+      bytes[tier] += static_cast<int64_t>(g.PartBytes(part, reads[j].codec));  // what was paid below
+    }
+    if (m & kKeys) p.k = got[j][0];
+    if (m & kValues) p.v = got[j][1];
+    if (m & kProbeKeys) p.probe = got[j][2];
     p.tier = tier;
     if (fresh[todo[j]]) {
       (tier == Tier::kRemote ? stats->remote_chunks : stats->disk_chunks)++;

@@ -73,7 +73,7 @@ class ChunkReader {
   // Reads `reads` from the backends: each from the first that holds it (the
   // last takes what none holds, and reports it). `tiers`, when given, gets
   // each read's tier.
-  Status ReadBackends(const std::vector<ChunkRead>& reads, std::vector<Tier>* tiers);
+  Status ReadBackends(std::vector<ChunkRead>* reads, std::vector<Tier>* tiers);
 
   static uint64_t CacheKey(uint64_t chunk, int layer) { return (chunk << 12) | static_cast<uint64_t>(layer); }
 

@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <unordered_set>
 
+#include "engine/chunk_codec.h"
 #include "engine/compaction.h"
 #include "engine/store_log.h"
 #include "model/model.h"
+#include "select/kv_codec_tensor.h"
 #include "store/crc32c.h"
 
 namespace impress {
@@ -58,6 +60,10 @@ StatusOr<StoreIdentity> StoreIdentityFor(const Model& model, const PrefixStoreOp
   id.geometry = ChunkGeometry{opt.chunk_tokens, c.num_layers, c.num_kv_heads, c.head_dim,
                               static_cast<int>(ProbeKvHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout)),
                               static_cast<int>(c10::elementSize(kv_type))};
+  if (opt.kv_codec != KvCodec::kNone && kv_type != at::kHalf)
+    return Status::InvalidArgument(std::string("--kv-codec ") + KvCodecName(opt.kv_codec) + " encodes float16 KV, not " +
+                                   opt.kv_dtype);
+  id.geometry.codec = opt.kv_codec;
   id.fingerprint = StoreFingerprint(model, opt.kv_dtype, opt.chunk_tokens);
   return id;
 }
@@ -72,6 +78,9 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   std::unique_ptr<PrefixStore> s(new PrefixStore(model, opt));
   ASSIGN_OR_RETURN(s->kv_type_, KvType(opt.kv_dtype));
   ASSIGN_OR_RETURN(const StoreIdentity id, StoreIdentityFor(model, opt));
+  if (id.geometry.codec != KvCodec::kNone && !opt.backends.empty())
+    return Status::InvalidArgument(std::string("--kv-codec ") + KvCodecName(id.geometry.codec) +
+                                   " with --remote: the remote tier stores float16 KV only (for now)");
   s->geo_ = id.geometry;
   StoreOptions so;
   so.geometry = id.geometry;
@@ -285,8 +294,9 @@ Status PrefixStore::KeepLost(const RadixTree::Match& match, const DenseKvCache& 
     if (!kept.count(matched[i]) || disk_->Has(matched[i], 0)) continue;
     for (int l = 0; l < geo_.layers; ++l) {
       auto kvp = HostChunks(kv, l, static_cast<int64_t>(i), 1, kv_offset);
-      hold.insert(hold.end(), kvp.begin(), kvp.end());
-      writes.push_back({matched[i], l, kvp[0].data_ptr(), kvp[1].data_ptr(), kvp[2].data_ptr()});
+      const EncodedChunk e = EncodeChunk(ChunkCodec(geo_.codec, static_cast<int64_t>(i)), kvp[0], kvp[1], kvp[2]);
+      hold.insert(hold.end(), e.bytes.begin(), e.bytes.end());
+      writes.push_back({matched[i], l, e.bytes[0].data_ptr(), e.bytes[1].data_ptr(), e.bytes[2].data_ptr(), e.codec});
     }
   }
   if (!writes.empty()) RETURN_IF_ERROR(disk_->Commit(writes, FillRecord()));
@@ -312,7 +322,7 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
     std::lock_guard<OwnedMutex> lock(index_.mu());
     first_id = index_.tree().ReserveChunkIds(static_cast<size_t>(total - matched));
   }
-  std::vector<at::Tensor> keep;
+  std::vector<at::Tensor> keep, hold;  // keep: per layer keys, values, probe keys (for the backends below); hold: encoded parts
   std::vector<ChunkWrite> writes;
   std::vector<std::pair<uint64_t, ChunkKv>> to_cache;
   for (int l = 0; l < geo_.layers; ++l) {
@@ -320,8 +330,12 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
     keep.insert(keep.end(), {k, v, p});
     for (int64_t i = 0; i < total - matched; ++i) {
       const uint64_t id = first_id + static_cast<uint64_t>(i);
-      writes.push_back({id, l, k[i * c].data_ptr(), v[i * c].data_ptr(), p[i * c].data_ptr()});
-      to_cache.push_back({ChunkReader::CacheKey(id, l), ChunkKv{k.narrow(0, i * c, c).clone(), v.narrow(0, i * c, c).clone()}});
+      const EncodedChunk e = EncodeChunk(ChunkCodec(geo_.codec, matched + i), k.narrow(0, i * c, c),
+                                         v.narrow(0, i * c, c), p.narrow(0, i * c, c));
+      hold.insert(hold.end(), e.bytes.begin(), e.bytes.end());
+      writes.push_back({id, l, e.bytes[0].data_ptr(), e.bytes[1].data_ptr(), e.bytes[2].data_ptr(), e.codec});
+      // The caches hold what a read returns: the decoded parts.
+      to_cache.push_back({ChunkReader::CacheKey(id, l), ChunkKv{e.decoded[0].clone(), e.decoded[1].clone()}});
     }
   }
   std::vector<int32_t> whole(tokens.begin(), tokens.begin() + total * c);

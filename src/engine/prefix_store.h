@@ -51,6 +51,9 @@ struct PrefixStoreOptions {
   std::string dir;                  // where the chunk store lives
   int chunk_tokens = 64;
   std::string kv_dtype = "float16"; // float16, bfloat16 or float32 on disk and in the caches
+  // How the disk stores chunk parts (store/kv_codec.h); a codec needs
+  // float16 KV and no backend below (the remote tier stores the KV dtype).
+  KvCodec kv_codec = KvCodec::kNone;
   int probe_heads = 3;              // query heads whose KV heads' keys get a second, contiguous copy
   ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads (select/probe_heads.h)
   TierOptions tiers;
@@ -126,7 +129,7 @@ class PrefixStore {
   const LoadStream& load_stream() const { return load_stream_; }
   const PrefixStoreOptions& options() const { return opt_; }
   // Bytes one (chunk, layer) takes in the caches: keys + values.
-  int64_t chunk_kv_bytes() const { return 2 * static_cast<int64_t>(geo_.KeyBytes()); }
+  int64_t chunk_kv_bytes() const { return static_cast<int64_t>(geo_.KeyBytes() + geo_.ValueBytes()); }
 
  private:
   PrefixStore(const Model& model, const PrefixStoreOptions& opt);

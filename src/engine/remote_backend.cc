@@ -23,7 +23,8 @@ bool RemoteBackend::Holds(uint64_t chunk, int layer) const {
   return keys_.count(chunk) > 0;
 }
 
-Status RemoteBackend::Read(const std::vector<ChunkRead>& reads) {
+Status RemoteBackend::Read(std::vector<ChunkRead>* read_list) {
+  const std::vector<ChunkRead>& reads = *read_list;
   std::vector<RemoteStore::Read> rs(reads.size());
   for (size_t j = 0; j < reads.size(); ++j) {
     const ChunkRead& r = reads[j];

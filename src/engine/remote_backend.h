@@ -24,7 +24,7 @@ class RemoteBackend final : public ChunkBackend {
 
   Tier tier() const override { return Tier::kRemote; }
   bool Holds(uint64_t chunk, int layer) const override;
-  Status Read(const std::vector<ChunkRead>& reads) override;
+  Status Read(std::vector<ChunkRead>* reads) override;
   // Original chunks go to the writer queue; a reordered copy is waited for
   // (readers must find all of it once it is installed) and named only once written.
   void Put(ChunkPut put, std::function<void(const Status&)> done) override;

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <numeric>
 
+#include "engine/chunk_codec.h"
 #include "engine/store_log.h"
+#include "select/kv_codec_tensor.h"
 
 namespace impress {
 
@@ -51,8 +53,8 @@ Status Reorderer::Pass(const ReorderOptions& opt, ReorderStats* stats) {
       first = ctx_.index->tree().ReserveChunkIds(static_cast<size_t>(n));
     }
     std::vector<ChunkWrite> writes;
-    std::vector<at::Tensor> keep;
-    ASSIGN_OR_RETURN(const bool packed, Repack(cand, plan.order, first, &writes, &keep, stats));
+    std::vector<at::Tensor> keep, hold;
+    ASSIGN_OR_RETURN(const bool packed, Repack(cand, plan.order, first, &writes, &keep, &hold, stats));
     if (!packed) continue;
     ASSIGN_OR_RETURN(const bool installed, CommitAndInstall(cand, plan, first, writes, keep, stats));
     if (installed) stats->nodes_reordered++;
@@ -61,27 +63,41 @@ Status Reorderer::Pass(const ReorderOptions& opt, ReorderStats* stats) {
 }
 
 StatusOr<bool> Reorderer::Repack(const Candidate& cand, const std::vector<std::vector<int32_t>>& order, uint64_t first,
-                                 std::vector<ChunkWrite>* writes, std::vector<at::Tensor>* keep, ReorderStats* stats) {
+                                 std::vector<ChunkWrite>* writes, std::vector<at::Tensor>* keep,
+                                 std::vector<at::Tensor>* hold, ReorderStats* stats) {
   const ChunkGeometry& g = ctx_.geometry;
   const int64_t n = static_cast<int64_t>(cand.source.size()), c = g.chunk_tokens;
-  const size_t kb = g.KeyBytes(), row = kb / c, probe_row = g.ProbeBytes() / c;
+  const size_t kb = g.KvBytes(), row = kb / c, probe_row = row / g.kv_heads * g.probe_kv_heads;
   const auto opts = at::TensorOptions().dtype(ctx_.kv_type);
+  const bool encoded = g.codec != KvCodec::kNone;
+  const int64_t node_start = static_cast<int64_t>(cand.path.size()) / c - n;  // the node's first chunk in its prefix
   for (int l = 0; l < g.layers; ++l) {
     // The node's original chunks, read from the backends (not through the
-    // caches, whose counters belong to the requests).
+    // caches, whose counters belong to the requests), decoded.
     at::Tensor k = at::empty({n * c, g.kv_heads, g.head_dim}, opts);
     at::Tensor v = at::empty_like(k);
+    at::Tensor raw = encoded ? at::empty({n, 2, static_cast<int64_t>(g.MaxPartBytes(0) + g.MaxPartBytes(1))}, at::kByte)
+                             : at::Tensor();
     std::vector<ChunkRead> reads;
-    for (int64_t i = 0; i < n; ++i)
-      reads.push_back({cand.source[i], l, kKeys | kValues, static_cast<uint8_t*>(k.data_ptr()) + i * kb,
-                       static_cast<uint8_t*>(v.data_ptr()) + i * kb, nullptr});
-    const Status read = ctx_.reader->ReadBackends(reads, nullptr);
+    for (int64_t i = 0; i < n; ++i) {
+      uint8_t* kd = encoded ? raw[i][0].data_ptr<uint8_t>() : static_cast<uint8_t*>(k.data_ptr()) + i * kb;
+      uint8_t* vd = encoded ? raw[i][1].data_ptr<uint8_t>() : static_cast<uint8_t*>(v.data_ptr()) + i * kb;
+      reads.push_back({cand.source[i], l, kKeys | kValues, kd, vd, nullptr});
+    }
+    const Status read = ctx_.reader->ReadBackends(&reads, nullptr);
     if (read.IsNotFound()) {  // a chunk gone from a backend below: the node stays as it is
       stats->housekeeping_failures++;
       return false;
     }
     RETURN_IF_ERROR(read);
-    stats->bytes_read += 2 * n * static_cast<int64_t>(kb);
+    for (int64_t i = 0; i < n; ++i) {
+      if (encoded) {
+        at::Tensor ks = k.narrow(0, i * c, c), vs = v.narrow(0, i * c, c);
+        DecodeChunkPart(g, 0, reads[i].codec, raw[i][0].data_ptr<uint8_t>(), &ks);
+        DecodeChunkPart(g, 1, reads[i].codec, raw[i][1].data_ptr<uint8_t>(), &vs);
+      }
+      stats->bytes_read += static_cast<int64_t>(g.PartBytes(0, reads[i].codec) + g.PartBytes(1, reads[i].codec));
+    }
     // Token-major rows: slot s of the copy is token order[l][s] of the node.
     at::Tensor k2 = at::empty_like(k), v2 = at::empty_like(v);
     at::Tensor p2 = at::empty({n * c, g.probe_kv_heads, g.head_dim}, opts);
@@ -94,9 +110,16 @@ StatusOr<bool> Reorderer::Repack(const Candidate& cand, const std::vector<std::v
       std::memcpy(static_cast<uint8_t*>(p2.data_ptr()) + s2 * probe_row, ks + t * row, probe_row);  // the first heads' keys
     }
     keep->insert(keep->end(), {k2, v2, p2});
-    for (int64_t i = 0; i < n; ++i)
-      writes->push_back({first + static_cast<uint64_t>(i), l, k2[i * c].data_ptr(), v2[i * c].data_ptr(),
-                         p2[i * c].data_ptr()});
+    for (int64_t i = 0; i < n; ++i) {
+      at::Tensor ki = k2.narrow(0, i * c, c), vi = v2.narrow(0, i * c, c), pi = p2.narrow(0, i * c, c);
+      const EncodedChunk e = EncodeChunk(ChunkCodec(g.codec, node_start + i), ki, vi, pi);
+      if (encoded) {  // what reads of the copy return
+        ki.copy_(e.decoded[0]), vi.copy_(e.decoded[1]), pi.copy_(e.decoded[2]);
+        hold->insert(hold->end(), e.bytes.begin(), e.bytes.end());
+      }
+      writes->push_back({first + static_cast<uint64_t>(i), l, e.bytes[0].data_ptr(), e.bytes[1].data_ptr(),
+                         e.bytes[2].data_ptr(), e.codec});
+    }
   }
   return true;
 }
@@ -127,7 +150,8 @@ StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& p
   const std::string record = ReorderRecord(cand.path, cand.source, first, plan.order);
   RETURN_IF_ERROR(ctx_.disk->Commit(on_disk ? writes : std::vector<ChunkWrite>{}, record));
   stats->chunks_written += static_cast<int64_t>(writes.size());
-  stats->bytes_written += static_cast<int64_t>(writes.size() * (2 * g.KeyBytes() + g.ProbeBytes()));
+  for (const ChunkWrite& w : writes)
+    for (int part = 0; part < 3; ++part) stats->bytes_written += static_cast<int64_t>(g.PartBytes(part, *w.codec));
   copy->order = std::move(plan.order);
   std::lock_guard<OwnedMutex> lock(ctx_.index->mu());
   if (!InstallCopy(cand.path, cand.source, copy, g.layers, &ctx_.index->tree())) {
@@ -142,7 +166,7 @@ void Reorderer::RecacheLocked(const Candidate& cand, const ReorderedChunks& copy
                               ReorderStats* stats) {
   const ChunkGeometry& g = ctx_.geometry;
   const int64_t n = static_cast<int64_t>(cand.source.size()), c = g.chunk_tokens;
-  const size_t kb = g.KeyBytes();
+  const size_t kb = g.KvBytes();
   const auto opts = at::TensorOptions().dtype(ctx_.kv_type);
   std::vector<uint64_t> old = cand.source;
   if (cand.current) old.insert(old.end(), cand.current->chunks.begin(), cand.current->chunks.end());

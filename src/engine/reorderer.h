@@ -90,10 +90,13 @@ class Reorderer {
     std::shared_ptr<const ReorderedChunks> current;
   };
   // Reads the node's chunks and packs them by `order` into chunks first..:
-  // `writes` for the disk and `keep` (keys, values, probe keys per layer).
-  // False (counted) when a chunk is gone from a backend below.
+  // `writes` for the disk (encoded with the store's codec; `hold` keeps
+  // their bytes) and `keep` (keys, values, probe keys per layer, as reads of
+  // the copy will return them). False (counted) when a chunk is gone from a
+  // backend below.
   StatusOr<bool> Repack(const Candidate& cand, const std::vector<std::vector<int32_t>>& order, uint64_t first,
-                        std::vector<ChunkWrite>* writes, std::vector<at::Tensor>* keep, ReorderStats* stats);
+                        std::vector<ChunkWrite>* writes, std::vector<at::Tensor>* keep, std::vector<at::Tensor>* hold,
+                        ReorderStats* stats);
   // Commits the copy (to the disk, or to the backend below for a node the
   // disk does not hold) and installs it. False when it did not install.
   StatusOr<bool> CommitAndInstall(const Candidate& cand, ReorderPlan& plan, uint64_t first,

@@ -85,7 +85,7 @@ Status CheckChunks(Env* env, const std::string& dir, Salvage* s, RepairReport* r
     else if (!f.status().IsNotFound()) return f.status();
   }
   // Two chunks sharing bytes: only damage makes them; the later one is dropped.
-  std::map<uint64_t, ChunkKey> by_offset;
+  std::multimap<uint64_t, ChunkKey> by_offset;
   for (const auto& [key, loc] : s->index) by_offset.emplace(loc.offset, key);
   uint64_t end = 0;
   for (const auto& [off, key] : by_offset) {
@@ -94,14 +94,14 @@ Status CheckChunks(Env* env, const std::string& dir, Salvage* s, RepairReport* r
       NoteDamage(r, dir + "/chunks.dat: chunk " + std::to_string(key.first) + " layer " + std::to_string(key.second) +
                         " shares bytes with another");
     }
-    end = std::max(end, off + g.RecordBytes());
+    end = std::max(end, off + g.RecordBytes(s->index.at(key).codec));
   }
   uint64_t size = 0;
   if (data) {
     ASSIGN_OR_RETURN(size, data->Size());
   }
-  std::vector<uint8_t> buf(2 * g.KeyBytes() + g.ProbeBytes());
-  void* const dst[3] = {buf.data(), buf.data() + g.KeyBytes(), buf.data() + 2 * g.KeyBytes()};
+  std::vector<uint8_t> buf(g.MaxPartBytes(0) + g.MaxPartBytes(1) + g.MaxPartBytes(2));
+  void* const dst[3] = {buf.data(), buf.data() + g.MaxPartBytes(0), buf.data() + g.MaxPartBytes(0) + g.MaxPartBytes(1)};
   for (const auto& [key, loc] : s->index) {
     ++r->chunk_layers_checked;
     if (s->damaged.count(key)) continue;
@@ -110,7 +110,7 @@ Status CheckChunks(Env* env, const std::string& dir, Salvage* s, RepairReport* r
                      : Status::Corruption(what + ": chunks.dat is missing");
     if (st.IsCorruption()) {
       s->damaged.insert(key);
-      if (loc.offset + g.RecordBytes() <= size) ++s->checksum_failures;
+      if (loc.offset + g.RecordBytes(loc.codec) <= size) ++s->checksum_failures;
       NoteDamage(r, st.message());
     } else if (!st.ok()) {
       return st;
@@ -277,12 +277,12 @@ Status WriteRepair(Env* env, const std::string& dir, const Salvage& s, const std
     r->manifest_written = true;
   }
   std::string log;
-  for (const Planned& p : plan) log += LogRecord(CommitPayload(p.meta, p.chunks));
+  for (const Planned& p : plan) log += LogRecord(CommitPayload(p.meta, p.chunks, s.id.geometry.codec));
   RETURN_IF_ERROR(WriteFileAtomically(env, dir + "/log", log));
   std::vector<std::pair<uint64_t, uint64_t>> extents;
   const std::set<uint64_t> kept(r->kept_ids.begin(), r->kept_ids.end());
   for (const auto& [key, loc] : s.index)
-    if (!kept.count(key.first)) extents.push_back({loc.offset, s.id.geometry.RecordBytes()});
+    if (!kept.count(key.first)) extents.push_back({loc.offset, s.id.geometry.RecordBytes(loc.codec)});
   if (extents.empty() || !env->Exists(dir + "/chunks.dat")) return Status::OK();
   std::sort(extents.begin(), extents.end());
   ASSIGN_OR_RETURN(std::unique_ptr<File> data, env->Open(dir + "/chunks.dat", OpenMode::kReadWrite));
@@ -310,7 +310,7 @@ StatusOr<RepairReport> RepairStore(const RepairOptions& opt) {
   ASSIGN_OR_RETURN(const std::string log, ReadIfThere(env, dir + "/log"));
   if (!env->Exists(dir + "/log") && env->Exists(dir + "/chunks.dat"))
     NoteDamage(&r, dir + "/log: missing, so no record names what chunks.dat holds (it is left as it is)");
-  s.log = SalvageLog(log, s.id.geometry.layers);
+  s.log = SalvageLog(log, s.id.geometry);
   r.records = static_cast<int64_t>(s.log.entries.size());
   r.records_malformed = s.log.malformed;
   r.log_bytes_skipped = s.log.bytes_skipped;

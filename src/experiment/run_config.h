@@ -24,6 +24,7 @@ struct RunConfig {
   double disk_bw = 0, h2d_bw = 0;                  // bytes/s caps (0: none)
   std::string policy;                              // every system's cache policy (empty: each system's own)
   std::string kv_dtype = "float16";
+  std::string kv_codec = "fp16";                   // how the disk stores chunk parts: fp16 (as is), int8, int4
   double mean = 0.5, spread = 0.2;                 // prefix popularity (fractions of the pool)
   double retention = 0.25, alpha = 0.6;
   std::string itf_unit = "token";                  // IMPRESS agreed set: "token" (the paper) or "chunk"

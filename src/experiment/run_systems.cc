@@ -197,13 +197,15 @@ RemoteTally TallyOf(const RemoteCounters& c) {
 }  // namespace
 
 nlohmann::ordered_json RunConfig::ToJson() const {
-  return {{"task", task}, {"pool", pool}, {"prefix_tokens", prefix_tokens}, {"requests", requests},
+  nlohmann::ordered_json j = {{"task", task}, {"pool", pool}, {"prefix_tokens", prefix_tokens}, {"requests", requests},
           {"warmup", warmup}, {"chunk", chunk}, {"kv_dtype", kv_dtype}, {"gpu_cache", gpu_cache},
           {"cpu_cache", cpu_cache}, {"retention", retention}, {"alpha", alpha}, {"itf_unit", itf_unit},
           {"probe_layout", probe_layout}, {"disk_bw", disk_bw}, {"h2d_bw", h2d_bw}, {"seed", seed}, {"mean", mean},
           {"spread", spread}, {"prefetch", prefetch}, {"speculate", speculate}, {"systems", systems},
           {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every},
           {"remote", remote}, {"remote_bw", remote_bw}};
+  if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
+  return j;
 }
 
 namespace {
@@ -254,6 +256,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   so.dir = o.store;
   so.chunk_tokens = o.chunk;
   so.kv_dtype = o.kv_dtype;
+  ASSIGN_OR_RETURN(so.kv_codec, ParseKvCodec(o.kv_codec));
   so.tiers.levels = GpuCpuLevels(o.gpu_cache, o.cpu_cache, o.h2d_bw);
   so.tiers.policy = system.policy;
   so.disk_bytes_per_second = o.disk_bw;

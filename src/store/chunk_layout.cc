@@ -34,11 +34,21 @@ void* ThreadBuffer(size_t len) {
 
 }  // namespace
 
-size_t ChunkGeometry::PartStride(int part) const { return RoundUp(part == 2 ? ProbeBytes() : KeyBytes()); }
+size_t ChunkGeometry::PartBytes(int part, KvCodec c) const {
+  const int heads = part == 2 ? probe_kv_heads : kv_heads;
+  if (c == KvCodec::kNone) return size_t(chunk_tokens) * heads * head_dim * elem_bytes;
+  return EncodedBytes(c, part == 1 ? KvRole::kValues : KvRole::kKeys, chunk_tokens, heads, head_dim);
+}
+
+size_t ChunkGeometry::MaxPartBytes(int part) const {
+  return std::max(PartBytes(part, codec), PartBytes(part, codec == KvCodec::kInt4 ? KvCodec::kInt8 : codec));
+}
+
+size_t ChunkGeometry::PartStride(int part, KvCodec c) const { return RoundUp(PartBytes(part, c)); }
 
 StatusOr<size_t> ReadChunkParts(File* file, const ChunkGeometry& g, const ChunkLocation& loc, uint8_t parts,
                                 void* const dst[3], const std::string& what) {
-  const size_t sizes[3] = {g.KeyBytes(), g.KeyBytes(), g.ProbeBytes()};
+  const size_t sizes[3] = {g.PartBytes(0, loc.codec), g.PartBytes(1, loc.codec), g.PartBytes(2, loc.codec)};
   size_t bytes = 0;
   int part = 0;
   while (part < 3) {
@@ -48,9 +58,10 @@ StatusOr<size_t> ReadChunkParts(File* file, const ChunkGeometry& g, const ChunkL
     }
     int last = part;
     while (last + 1 < 3 && (parts & (1 << (last + 1)))) ++last;
-    const uint64_t start = loc.offset + g.PartStride(0) * part;
+    uint64_t start = loc.offset;
+    for (int p = 0; p < part; ++p) start += g.PartStride(p, loc.codec);
     size_t len = 0;
-    for (int p = part; p <= last; ++p) len += g.PartStride(p);
+    for (int p = part; p <= last; ++p) len += g.PartStride(p, loc.codec);
     void* buf = ThreadBuffer(len);
     if (buf == nullptr) return Status::IOError("out of memory for a direct read");
     const Status read = file->Read(start, len, buf);
@@ -70,7 +81,7 @@ StatusOr<size_t> ReadChunkParts(File* file, const ChunkGeometry& g, const ChunkL
       if (Crc32c(src, sizes[p]) != loc.crc[p])
         return Status::Corruption(what + " part " + std::to_string(p) + " fails its checksum");
       std::memcpy(dst[p], src, sizes[p]);
-      at += g.PartStride(p);
+      at += g.PartStride(p, loc.codec);
     }
     part = last + 1;
   }

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "store/env.h"
+#include "store/kv_codec.h"
 
 namespace impress {
 
@@ -20,13 +21,26 @@ struct ChunkGeometry {
   int head_dim = 0;
   int probe_kv_heads = 1;
   int elem_bytes = 2;  // fp16 or bf16; 4 for fp32
+  // How parts are stored (store/kv_codec.h): the values themselves, or
+  // quantized. A chunk may be stored with another codec than the store's
+  // (int4 stores keep a prefix's first chunk at int8): ChunkLocation says.
+  KvCodec codec = KvCodec::kNone;
 
-  size_t KeyBytes() const { return size_t(chunk_tokens) * kv_heads * head_dim * elem_bytes; }
-  size_t ProbeBytes() const { return size_t(chunk_tokens) * probe_kv_heads * head_dim * elem_bytes; }
-  // Padded size of part 0 (keys), 1 (values) or 2 (probe keys).
-  size_t PartStride(int part) const;
+  // Bytes of part 0 (keys), 1 (values) or 2 (probe keys) stored with `c`.
+  size_t PartBytes(int part, KvCodec c) const;
+  size_t KeyBytes() const { return PartBytes(0, codec); }
+  size_t ValueBytes() const { return PartBytes(1, codec); }
+  size_t ProbeBytes() const { return PartBytes(2, codec); }
+  // The largest part any chunk of this store has (a buffer that fits every chunk's).
+  size_t MaxPartBytes(int part) const;
+  // Padded size of a part stored with `c` (default: the store's codec).
+  size_t PartStride(int part, KvCodec c) const;
+  size_t PartStride(int part) const { return PartStride(part, codec); }
   // Bytes one (chunk, layer) takes in chunks.dat: its three padded parts.
-  size_t RecordBytes() const { return PartStride(0) * 2 + PartStride(2); }
+  size_t RecordBytes(KvCodec c) const { return PartStride(0, c) + PartStride(1, c) + PartStride(2, c); }
+  size_t RecordBytes() const { return RecordBytes(codec); }
+  // Bytes of one decoded part: keys or values [chunk_tokens][kv_heads][head_dim] in the KV dtype.
+  size_t KvBytes() const { return size_t(chunk_tokens) * kv_heads * head_dim * elem_bytes; }
 };
 
 enum ChunkPart : uint8_t { kKeys = 1, kValues = 2, kProbeKeys = 4 };
@@ -35,11 +49,12 @@ enum ChunkPart : uint8_t { kKeys = 1, kValues = 2, kProbeKeys = 4 };
 struct ChunkLocation {
   uint64_t offset = 0;  // of the keys part in chunks.dat
   uint32_t crc[3] = {0, 0, 0};  // keys, values, probe keys
+  KvCodec codec = KvCodec::kNone;  // how its parts are stored
 };
 
 // Reads the `parts` (ChunkPart bits) of the (chunk, layer) at `loc` from
 // `file` (opened for direct reads) into dst[0..2] (keys, values, probe keys;
-// KeyBytes or ProbeBytes each, any alignment; only the asked ones are
+// PartBytes(part, loc.codec) each, any alignment; only the asked ones are
 // written), checking each part's checksum. Adjacent parts are read with one
 // request. Returns the bytes read. Errors: Corruption for damage to the
 // chunk (a part that fails its checksum, or that lies past the end of the

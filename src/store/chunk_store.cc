@@ -81,7 +81,7 @@ Status ChunkStore::ReplayLog(std::vector<std::string>* committed) {
   size_t pos = 0;
   // A whole record with a good checksum that does not say what a commit or a
   // free says was written by something else or by a bug: the store is damaged.
-  if (Status s = ReadLogEntries(bytes, opt_.geometry.layers, &entries, &pos); !s.ok())
+  if (Status s = ReadLogEntries(bytes, opt_.geometry, &entries, &pos); !s.ok())
     return Status::Corruption(log + ": " + s.message() + ": the store is damaged; nothing was changed");
   // Extents of the last free record: a crash between it and its holes can
   // only have left that one's space allocated.
@@ -97,15 +97,15 @@ Status ChunkStore::ReplayLog(std::vector<std::string>* committed) {
   }
   // Commits append past the end, so no two stored chunks share bytes; if they
   // did, freeing one would punch the other.
-  std::vector<uint64_t> offsets;
-  offsets.reserve(index_.size());
-  for (const auto& [key, loc] : index_) offsets.push_back(loc.offset);
-  std::sort(offsets.begin(), offsets.end());
-  for (size_t i = 1; i < offsets.size(); ++i)
-    if (offsets[i] - offsets[i - 1] < RecordBytes())
-      return Status::Corruption(log + ": two stored chunks overlap at byte " + std::to_string(offsets[i]) +
+  std::vector<std::pair<uint64_t, uint64_t>> extents;  // (offset, record bytes)
+  extents.reserve(index_.size());
+  for (const auto& [key, loc] : index_) extents.push_back({loc.offset, opt_.geometry.RecordBytes(loc.codec)});
+  std::sort(extents.begin(), extents.end());
+  for (size_t i = 1; i < extents.size(); ++i)
+    if (extents[i].first - extents[i - 1].first < extents[i - 1].second)
+      return Status::Corruption(log + ": two stored chunks overlap at byte " + std::to_string(extents[i].first) +
                                 " of chunks.dat: the store is damaged; nothing was changed");
-  const uint64_t data_end = offsets.empty() ? 0 : offsets.back() + RecordBytes();
+  const uint64_t data_end = extents.empty() ? 0 : extents.back().first + extents.back().second;
   if (const size_t q = NextWholeRecord(bytes, pos); q != std::string::npos)
     return Status::Corruption(log + ": the record at byte " + std::to_string(pos) +
                               " is corrupt and whole records follow it (byte " + std::to_string(q) +
@@ -148,27 +148,31 @@ ChunkStore::~ChunkStore() { io_.reset(); }  // reads finish before the files clo
 
 Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::string& meta) {
   std::lock_guard<std::mutex> lock(mu_);
-  const size_t kb = opt_.geometry.KeyBytes(), pb = opt_.geometry.ProbeBytes();
-  const size_t record = RecordBytes();
-  std::vector<uint8_t> buf(record, 0);
+  const ChunkGeometry& g = opt_.geometry;
+  std::vector<uint8_t> buf;
   std::vector<StoredChunk> added;
   uint64_t off = data_end_;
   for (const auto& w : writes) {
     IMPRESS_CHECK(!index_.count({w.chunk_id, w.layer}));
-    std::memset(buf.data(), 0, buf.size());
-    std::memcpy(buf.data(), w.keys, kb);
-    std::memcpy(buf.data() + opt_.geometry.PartStride(0), w.values, kb);
-    std::memcpy(buf.data() + 2 * opt_.geometry.PartStride(0), w.probe, pb);
-    RETURN_IF_ERROR(data_->Write(off, buf.data(), record));
-    const ChunkLocation loc{off, {Crc32c(w.keys, kb), Crc32c(w.values, kb), Crc32c(w.probe, pb)}};
+    ChunkLocation loc{off, {0, 0, 0}, w.codec.value_or(g.codec)};
+    buf.assign(g.RecordBytes(loc.codec), 0);
+    const void* src[3] = {w.keys, w.values, w.probe};
+    size_t at = 0;
+    for (int part = 0; part < 3; ++part) {
+      const size_t n = g.PartBytes(part, loc.codec);
+      std::memcpy(buf.data() + at, src[part], n);
+      loc.crc[part] = Crc32c(src[part], n);
+      at += g.PartStride(part, loc.codec);
+    }
+    RETURN_IF_ERROR(data_->Write(off, buf.data(), buf.size()));
     added.push_back({w.chunk_id, w.layer, loc});
-    off += record;
+    off += buf.size();
+    counters_.bytes_written += buf.size();
   }
   RETURN_IF_ERROR(data_->Sync());
-  RETURN_IF_ERROR(AppendLog(CommitPayload(meta, added)));
+  RETURN_IF_ERROR(AppendLog(CommitPayload(meta, added, g.codec)));
   for (const StoredChunk& c : added) index_.emplace(std::make_pair(c.id, c.layer), c.loc);
   data_end_ = off;
-  counters_.bytes_written += record * writes.size();
   return Status::OK();
 }
 
@@ -184,7 +188,7 @@ Status ChunkStore::AppendLog(const std::string& payload) {
 void ChunkStore::EraseLocked(const std::vector<uint64_t>& ids, std::vector<std::pair<uint64_t, uint64_t>>* extents) {
   for (uint64_t id : ids)  // an id's layers are adjacent in the index
     for (auto it = index_.lower_bound({id, 0}); it != index_.end() && it->first.first == id;) {
-      extents->push_back({it->second.offset, RecordBytes()});
+      extents->push_back({it->second.offset, opt_.geometry.RecordBytes(it->second.codec)});
       it = index_.erase(it);
     }
 }
@@ -216,7 +220,7 @@ Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats
   // append past the end of the file, never into them.
   if (stats != nullptr) {
     stats->chunk_layers += extents.size();
-    stats->bytes += extents.size() * RecordBytes();
+    for (const auto& e : extents) stats->bytes += e.second;
   }
   return PunchHoles(std::move(extents));
 }
@@ -237,7 +241,7 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
   // must still forget those). Open cut any torn tail, so every record is whole.
   std::vector<LogEntry> entries;
   size_t end = 0;
-  RETURN_IF_ERROR(ReadLogEntries(bytes, opt_.geometry.layers, &entries, &end).WithContext(log));
+  RETURN_IF_ERROR(ReadLogEntries(bytes, opt_.geometry, &entries, &end).WithContext(log));
   std::vector<bool> keep(entries.size(), true);
   bool partial = false;
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -295,7 +299,8 @@ size_t ChunkStore::chunk_count() const {
   return index_.size();
 }
 
-Status ChunkStore::ReadOne(const ChunkRead& r) {
+Status ChunkStore::ReadOne(ChunkRead* read) {
+  ChunkRead& r = *read;
   ChunkLocation loc;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -312,14 +317,15 @@ Status ChunkStore::ReadOne(const ChunkRead& r) {
                                       std::to_string(r.layer)));
   counters_.bytes_read += bytes;
   counters_.parts_read += __builtin_popcount(r.parts & (kKeys | kValues | kProbeKeys));
+  r.codec = loc.codec;
   return Status::OK();
 }
 
-Status ChunkStore::Read(const std::vector<ChunkRead>& reads) {
-  if (reads.size() == 1) return ReadOne(reads[0]);
-  std::vector<Status> results(reads.size());
+Status ChunkStore::Read(std::vector<ChunkRead>* reads) {
+  if (reads->size() == 1) return ReadOne(&(*reads)[0]);
+  std::vector<Status> results(reads->size());
   std::vector<std::function<void()>> tasks;
-  for (size_t i = 0; i < reads.size(); ++i) tasks.push_back([&, i] { results[i] = ReadOne(reads[i]); });
+  for (size_t i = 0; i < reads->size(); ++i) tasks.push_back([&, i] { results[i] = ReadOne(&(*reads)[i]); });
   io_->RunAll(std::move(tasks));
   for (auto& s : results) RETURN_IF_ERROR(s);
   return Status::OK();
@@ -331,9 +337,11 @@ Status ChunkStore::VerifyEach(uint64_t* chunks_checked, std::vector<DamagedChunk
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [k, v] : index_) keys.push_back(k);
   }
-  std::vector<uint8_t> k(opt_.geometry.KeyBytes()), v(opt_.geometry.KeyBytes()), p(opt_.geometry.ProbeBytes());
+  const ChunkGeometry& g = opt_.geometry;
+  std::vector<uint8_t> k(g.MaxPartBytes(0)), v(g.MaxPartBytes(1)), p(g.MaxPartBytes(2));
   for (const auto& [id, layer] : keys) {
-    const Status s = ReadOne({id, layer, kKeys | kValues | kProbeKeys, k.data(), v.data(), p.data()});
+    ChunkRead r{id, layer, kKeys | kValues | kProbeKeys, k.data(), v.data(), p.data()};
+    const Status s = ReadOne(&r);
     if (s.IsCorruption()) damaged->push_back({id, layer, s.message()});
     else if (!s.ok()) return s;
     if (chunks_checked) ++*chunks_checked;

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,21 +46,24 @@ struct StoreOptions {
   Env* env = nullptr;          // the file operations (Env::Default() when null); must outlive the store
 };
 
+// Parts already encoded with `codec` (the store's unless set).
 struct ChunkWrite {
   uint64_t chunk_id;
   int layer;
-  const void* keys;    // KeyBytes()
-  const void* values;  // KeyBytes()
-  const void* probe;   // ProbeBytes()
+  const void* keys;    // PartBytes(0, codec)
+  const void* values;  // PartBytes(1, codec)
+  const void* probe;   // PartBytes(2, codec)
+  std::optional<KvCodec> codec;
 };
 
 struct ChunkRead {
   uint64_t chunk_id;
   int layer;
   uint8_t parts;       // ChunkPart bits
-  void* keys = nullptr;    // KeyBytes() each, when the part is asked for
+  void* keys = nullptr;    // room for MaxPartBytes(part) each, when the part is asked for
   void* values = nullptr;
   void* probe = nullptr;
+  KvCodec codec = KvCodec::kNone;  // out: how the parts read are encoded
 };
 
 struct FreeStats {
@@ -97,7 +101,7 @@ class ChunkStore {
   Status Commit(const std::vector<ChunkWrite>& writes, const std::string& meta);
   // Reads the asked parts of every request in parallel, verifying checksums.
   // REQUIRES: buffers of the right size; any alignment.
-  Status Read(const std::vector<ChunkRead>& reads);
+  Status Read(std::vector<ChunkRead>* reads);
   bool Has(uint64_t chunk_id, int layer) const;
   // Reads every part of every chunk and checks it; the first problem is the error.
   Status Verify(uint64_t* chunks_checked);
@@ -141,8 +145,7 @@ class ChunkStore {
   Status OpenFiles();
   // Rebuilds index_ from the log (cutting a torn tail) and places data_end_.
   Status ReplayLog(std::vector<std::string>* committed);
-  size_t RecordBytes() const { return opt_.geometry.RecordBytes(); }
-  Status ReadOne(const ChunkRead& r);
+  Status ReadOne(ChunkRead* r);
   // The whole log file.
   StatusOr<std::string> ReadLog() const;
   // Appends one framed record to the log and syncs it; on failure the log is as it was.

@@ -29,7 +29,8 @@ bool WholeAt(const std::string& log, size_t pos, uint32_t* len) {
 
 // What a whole record's JSON object says. Throws (json's key and type
 // errors, GetInteger's range errors, the checks here) when it is malformed.
-void ParseEntry(const json& rec, int layers, LogEntry* e) {
+void ParseEntry(const json& rec, const ChunkGeometry& g, LogEntry* e) {
+  const int layers = g.layers;
   if (rec.contains("free")) {
     e->free = true;
     e->freed = GetIntegers<uint64_t>(rec.at("free"));
@@ -46,6 +47,12 @@ void ParseEntry(const json& rec, int layers, LogEntry* e) {
     if (s.loc.offset % kDirectAlign != 0 || s.loc.offset > (uint64_t{1} << 56))
       throw std::invalid_argument("chunk offset " + std::to_string(s.loc.offset) + " is not a 4 KiB boundary in range");
     s.id = GetInteger<uint64_t>(c.at("id"));
+    s.loc.codec = g.codec;
+    if (c.contains("codec")) {
+      StatusOr<KvCodec> codec = ParseKvCodec(c.at("codec").get<std::string>());
+      if (!codec.ok()) throw std::invalid_argument("a chunk's codec " + c.at("codec").dump() + " is unknown");
+      s.loc.codec = *codec;
+    }
     e->chunks.push_back(s);
   }
   e->meta = rec.at("meta").get<std::string>();
@@ -53,13 +60,13 @@ void ParseEntry(const json& rec, int layers, LogEntry* e) {
 
 // The record at `pos` (whole, payload `len` bytes): false when its payload
 // is not a JSON object; else *e, or *why when it is malformed.
-bool ParseAt(const std::string& log, size_t pos, uint32_t len, int layers, LogEntry* e, std::string* why) {
+bool ParseAt(const std::string& log, size_t pos, uint32_t len, const ChunkGeometry& g, LogEntry* e, std::string* why) {
   const json rec = json::parse(log.begin() + pos + kHeader, log.begin() + pos + kHeader + len, nullptr, false);
   if (!rec.is_object()) return false;
   e->pos = pos;
   e->len = kHeader + len;
   try {
-    ParseEntry(rec, layers, e);
+    ParseEntry(rec, g, e);
   } catch (const std::exception& ex) {
     *why = ex.what();
   }
@@ -77,22 +84,24 @@ std::string LogRecord(const std::string& payload) {
   return rec + payload;
 }
 
-std::string CommitPayload(const std::string& meta, const std::vector<StoredChunk>& chunks) {
+std::string CommitPayload(const std::string& meta, const std::vector<StoredChunk>& chunks, KvCodec store_codec) {
   json list = json::array();
-  for (const StoredChunk& c : chunks)
+  for (const StoredChunk& c : chunks) {
     list.push_back({{"id", c.id}, {"layer", c.layer}, {"off", c.loc.offset}, {"crc", c.loc.crc}});
+    if (c.loc.codec != store_codec) list.back()["codec"] = KvCodecName(c.loc.codec);
+  }
   return json{{"meta", meta}, {"chunks", std::move(list)}}.dump();
 }
 
 std::string FreePayload(const std::vector<uint64_t>& ids) { return json{{"free", ids}}.dump(); }
 
-Status ReadLogEntries(const std::string& log, int layers, std::vector<LogEntry>* entries, size_t* end) {
+Status ReadLogEntries(const std::string& log, const ChunkGeometry& g, std::vector<LogEntry>* entries, size_t* end) {
   size_t pos = 0;
   uint32_t len;
   while (WholeAt(log, pos, &len)) {
     LogEntry e;
     std::string why;
-    if (!ParseAt(log, pos, len, layers, &e, &why)) break;
+    if (!ParseAt(log, pos, len, g, &e, &why)) break;
     if (!why.empty())
       return Status::Corruption("the record at byte " + std::to_string(pos) + " is malformed (" + why + ")");
     entries->push_back(std::move(e));
@@ -109,7 +118,7 @@ size_t NextWholeRecord(const std::string& log, size_t from) {
   return std::string::npos;
 }
 
-SalvagedLog SalvageLog(const std::string& log, int layers) {
+SalvagedLog SalvageLog(const std::string& log, const ChunkGeometry& g) {
   SalvagedLog out;
   size_t pos = 0;
   bool in_damage = false;
@@ -117,7 +126,7 @@ SalvagedLog SalvageLog(const std::string& log, int layers) {
     uint32_t len;
     LogEntry e;
     std::string why;
-    if (WholeAt(log, pos, &len) && ParseAt(log, pos, len, layers, &e, &why)) {
+    if (WholeAt(log, pos, &len) && ParseAt(log, pos, len, g, &e, &why)) {
       if (why.empty()) out.entries.push_back(std::move(e));
       else ++out.malformed;
       pos += kHeader + len;

@@ -34,7 +34,8 @@ struct LogEntry {
 // `payload` framed as one record.
 std::string LogRecord(const std::string& payload);
 // The payloads of a commit (the caller's `meta` and the chunks it stores) and of a free.
-std::string CommitPayload(const std::string& meta, const std::vector<StoredChunk>& chunks);
+// A chunk stored with another codec than the store's (`store_codec`) says so.
+std::string CommitPayload(const std::string& meta, const std::vector<StoredChunk>& chunks, KvCodec store_codec);
 std::string FreePayload(const std::vector<uint64_t>& ids);
 
 // Reads records from the start of `log` up to the first that is not whole
@@ -42,8 +43,8 @@ std::string FreePayload(const std::vector<uint64_t>& ids);
 // object, and sets *end to where that one starts (the log's size when every
 // record is whole). Error: a whole record that does not say what a commit or
 // a free says (for a store of `layers` layers), as Corruption "the record at
-// byte N is malformed (why)".
-Status ReadLogEntries(const std::string& log, int layers, std::vector<LogEntry>* entries, size_t* end);
+// byte N is malformed (why)". A chunk without a codec of its own has `g`'s.
+Status ReadLogEntries(const std::string& log, const ChunkGeometry& g, std::vector<LogEntry>* entries, size_t* end);
 
 // Where the first whole record starting after byte `from` starts; npos when none does.
 size_t NextWholeRecord(const std::string& log, size_t from);
@@ -56,6 +57,6 @@ struct SalvagedLog {
   int64_t damaged_runs = 0;     // stretches of such bytes
   int64_t malformed = 0;        // whole records that are not a commit or a free
 };
-SalvagedLog SalvageLog(const std::string& log, int layers);
+SalvagedLog SalvageLog(const std::string& log, const ChunkGeometry& g);
 
 }  // namespace impress

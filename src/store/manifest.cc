@@ -14,8 +14,10 @@ using nlohmann::json;
 constexpr int kFormatVersion = 1;
 
 json GeometryJson(const ChunkGeometry& g) {
-  return {{"chunk_tokens", g.chunk_tokens}, {"layers", g.layers}, {"kv_heads", g.kv_heads},
-          {"head_dim", g.head_dim}, {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}};
+  json j = {{"chunk_tokens", g.chunk_tokens}, {"layers", g.layers}, {"kv_heads", g.kv_heads},
+            {"head_dim", g.head_dim}, {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}};
+  if (g.codec != KvCodec::kNone) j["codec"] = KvCodecName(g.codec);  // absent: the values themselves
+  return j;
 }
 
 }  // namespace
@@ -31,7 +33,8 @@ std::string ManifestText(const StoreIdentity& id) {
 Status CheckGeometry(const std::string& dir, const ChunkGeometry& g) {
   if (g.chunk_tokens < 1 || g.chunk_tokens > (1 << 16) || g.layers < 1 || g.layers > 4096 || g.kv_heads < 1 ||
       g.kv_heads > 4096 || g.head_dim < 1 || g.head_dim > 65536 || g.probe_kv_heads < 1 ||
-      g.probe_kv_heads > g.kv_heads || (g.elem_bytes != 1 && g.elem_bytes != 2 && g.elem_bytes != 4))
+      g.probe_kv_heads > g.kv_heads || (g.elem_bytes != 1 && g.elem_bytes != 2 && g.elem_bytes != 4) ||
+      (g.codec != KvCodec::kNone && (g.elem_bytes != 2 || g.head_dim % 2 != 0)))
     return Status::Corruption(dir + "/MANIFEST: corrupt manifest: geometry " + GeometryText(g) + " is out of range");
   return Status::OK();
 }
@@ -51,6 +54,11 @@ StatusOr<StoreIdentity> ReadManifest(Env* env, const std::string& dir) {
     id.geometry = ChunkGeometry{GetInteger<int>(g.at("chunk_tokens")), GetInteger<int>(g.at("layers")),
                                 GetInteger<int>(g.at("kv_heads")),     GetInteger<int>(g.at("head_dim")),
                                 GetInteger<int>(g.at("probe_kv_heads")), GetInteger<int>(g.at("elem_bytes"))};
+    if (g.contains("codec")) {
+      StatusOr<KvCodec> c = ParseKvCodec(g.at("codec").get<std::string>());
+      if (!c.ok() || *c == KvCodec::kNone) throw std::invalid_argument("codec " + g.at("codec").dump() + " is not int8 or int4");
+      id.geometry.codec = *c;
+    }
     id.fingerprint = j.at("fingerprint").get<std::string>();
   } catch (const std::exception& e) {
     return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
