@@ -3,7 +3,7 @@
 # repaired once to completion (the reference kept set); then, TRIALS times,
 # a fresh copy of the damaged store is repaired and the repair is killed
 # with SIGKILL after a seeded random delay spread over its running time
-# (from the executable's start-up, measured, to a little past the end);
+# (from the end of the executable's start-up, measured, to 90% of the reference repair's time);
 # repairing that copy again keeps exactly the reference's chunk ids, and
 # `store verify` passes. Trials whose repair finished before the kill count
 # apart; at least 20 must have been killed.
@@ -43,7 +43,7 @@ echo "store_repair_crash: reference repair in $((ns / 1000000)) ms (start-up $((
 killed=0; finished=0
 for t in $(seq 1 "$trials"); do
   rm -rf "$tmp/t"; cp -r "$tmp/clean" "$tmp/t"
-  delay=$(python3 -c "import random,sys;random.seed(int(sys.argv[1]));a,b=0.8*int(sys.argv[2]),1.05*int(sys.argv[3]);print('%.4f' % ((a+random.random()*(b-a))/1e9))" "$t" "$startup" "$ns")
+  delay=$(python3 -c "import random,sys;random.seed(int(sys.argv[1]));a,b=int(sys.argv[2]),0.9*int(sys.argv[3]);print('%.4f' % ((a+random.random()*(b-a))/1e9))" "$t" "$startup" "$ns")
   "$bin" store repair --store "$tmp/t" --json >/dev/null 2>&1 & pid=$!
   sleep "$delay"
   kill -9 "$pid" 2>/dev/null || true
