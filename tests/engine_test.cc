@@ -28,17 +28,20 @@ class ReuseTest : public testing::ModelStoreTest {
   // `damage` (given its folder), reopens it with cold caches and runs the
   // context again: the request recomputes (counted, its error naming
   // `why`), never fails, and answers as a recomputation does.
-  void ExpectRecomputedAfter(const std::function<void(const TempDir&)>& damage, const std::string& why) {
+  void ExpectRecomputedAfter(const std::function<void(const TempDir&)>& damage, const std::string& why,
+                             KvCodec codec = KvCodec::kNone) {
     TempDir dir;
     std::vector<int32_t> ctx = Tokens(40, 3);
     std::unique_ptr<RewindableKv> kv;
+    PrefixStoreOptions o = Options(dir.path());
+    o.kv_codec = codec;
     {
-      auto store = PrefixStore::Open(*model_, Options(dir.path()));
+      auto store = PrefixStore::Open(*model_, o);
       RequestTrace first;
       ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &first).ok());
     }
     damage(dir);
-    auto store = PrefixStore::Open(*model_, Options(dir.path()));
+    auto store = PrefixStore::Open(*model_, o);
     ASSERT_TRUE(store.ok()) << store.status().message();
     RequestTrace rt, at;
     auto want = RunRequest(Named("recomp"), *model_, nullptr, ctx, 32, &kv, &rt);
@@ -154,6 +157,15 @@ TEST_P(ReuseTest, CorruptChunkIsRecomputedNotServed) {
     f.seekp(10);
     f.put('\x7f');
   }, "fails its checksum");
+}
+
+// A flipped byte in an int4-encoded part is caught by its checksum, like any other.
+TEST_P(ReuseTest, CorruptEncodedChunkIsRecomputedNotServed) {
+  ExpectRecomputedAfter([](const TempDir& dir) {
+    std::fstream f(dir.File("chunks.dat"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8);
+    f.put('\x5a');
+  }, "fails its checksum", KvCodec::kInt4);
 }
 
 // A chunk file cut short: the request recomputes (counted), never fails the run.
