@@ -149,7 +149,9 @@ class Planner {
         Lose("the record at byte " + std::to_string(e.pos) + " is malformed (" + ex.what() + ")");
       }
     }
-    if (end != log_size) NoteDamage(r_, dir_ + "/log: bytes " + std::to_string(end) + " to " + std::to_string(log_size) + " are no whole record");
+    if (end != log_size)
+      NoteDamage(r_, dir_ + "/log: bytes " + std::to_string(end) + " to " + std::to_string(log_size) +
+                         " are no whole record");
     return Keep();
   }
 
@@ -180,14 +182,15 @@ class Planner {
     }
     const uint64_t first = *ids.begin();
     const size_t k = ids.size();
-    if (*ids.rbegin() != first + k - 1 || (meta.contains("first_chunk") && GetInteger<uint64_t>(meta.at("first_chunk")) != first))
+    const bool named_first = meta.contains("first_chunk");
+    if (*ids.rbegin() != first + k - 1 || (named_first && GetInteger<uint64_t>(meta.at("first_chunk")) != first))
       throw std::invalid_argument("its chunk ids do not follow one another from first_chunk");
+    const std::string record = "the record at byte " + std::to_string(e.pos);
     const size_t matched = tree_.MatchPrefix(tokens).chunks.size();
-    if (matched + k != tokens.size() / c)
-      return Cut(ids, 0, "the record at byte " + std::to_string(e.pos) + " stores a prefix that runs through a lost chunk");
+    if (matched + k != tokens.size() / c) return Cut(ids, 0, record + " stores a prefix that runs through a lost chunk");
     size_t keep = 0;
     while (keep < k && Intact(first + keep)) ++keep;
-    if (keep < k) Cut(ids, keep, "the record at byte " + std::to_string(e.pos) + " loses chunk " + std::to_string(first + keep) + " and what follows it");
+    if (keep < k) Cut(ids, keep, record + " loses chunk " + std::to_string(first + keep) + " and what follows it");
     if (keep == 0) return;
     tokens.resize((matched + keep) * c);
     tree_.Insert(tokens, first);
@@ -219,7 +222,8 @@ class Planner {
     }
     std::set<uint64_t> named;
     for (const StoredChunk& ch : e.chunks) named.insert(ch.id);
-    if (named != std::set<uint64_t>(copy->chunks.begin(), copy->chunks.end())) throw std::invalid_argument("its chunks are not its copy's");
+    if (named != std::set<uint64_t>(copy->chunks.begin(), copy->chunks.end()))
+      throw std::invalid_argument("its chunks are not its copy's");
     if (!intact) {  // freed (replaced by a later copy) is no damage; a stored copy that fails is
       if (stored) {
         ++r_->copies_dropped;
