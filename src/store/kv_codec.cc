@@ -169,6 +169,46 @@ inline void DecodeInt4Run(const uint8_t* packed, size_t begin, size_t end, const
   }
 }
 
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+// 16 elements [i, i + 16) from 8 packed bytes: q * scale + zero with the
+// scalar loop's two roundings (a multiply, then an add; no fused op).
+__attribute__((target("avx2"))) inline void DecodeInt4Block(const uint8_t* packed, const __m256 s[2],
+                                                             const __m256 z[2], float* x) {
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));
+  const __m128i low = _mm_and_si128(bytes, _mm_set1_epi8(15));
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15));
+  const __m128i q = _mm_unpacklo_epi8(low, high);  // element order: low nibble, high nibble, ...
+  const __m256 q0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q));
+  const __m256 q1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(q, 8)));
+  _mm256_storeu_ps(x, _mm256_add_ps(_mm256_mul_ps(q0, s[0]), z[0]));
+  _mm256_storeu_ps(x + 8, _mm256_add_ps(_mm256_mul_ps(q1, s[1]), z[1]));
+}
+
+// DecodeInt4Run's work when blocks of 16 never straddle a parameter row:
+// per channel (period % 16 == 0) or per group (group % 16 == 0).
+__attribute__((target("avx2"))) void DecodeInt4Avx2(const Int4Layout& l, const uint8_t* src, const float* scale,
+                                                     const float* zero, float* x) {
+  if (l.per_channel) {
+    for (size_t i = 0, c = 0; i < l.n; i += 16, c += 16) {
+      if (c == l.groups) c = 0;
+      const __m256 s[2] = {_mm256_loadu_ps(scale + c), _mm256_loadu_ps(scale + c + 8)};
+      const __m256 z[2] = {_mm256_loadu_ps(zero + c), _mm256_loadu_ps(zero + c + 8)};
+      DecodeInt4Block(src + i / 2, s, z, x + i);
+    }
+    return;
+  }
+  const size_t group = static_cast<size_t>(l.group);
+  for (size_t g = 0; g < l.groups; ++g) {
+    const __m256 s[2] = {_mm256_set1_ps(scale[g]), _mm256_set1_ps(scale[g])};
+    const __m256 z[2] = {_mm256_set1_ps(zero[g]), _mm256_set1_ps(zero[g])};
+    for (size_t i = g * group; i < (g + 1) * group; i += 16) DecodeInt4Block(src + i / 2, s, z, x + i);
+  }
+}
+
 void DecodeInt4(const Int4Layout& l, const uint8_t* src, float* x) {
   const uint8_t* params = src + l.n / 2;
   thread_local std::vector<float> scale, zero;
@@ -179,6 +219,8 @@ void DecodeInt4(const Int4Layout& l, const uint8_t* src, float* x) {
     std::memcpy(&z16, params + 2 * (l.groups + g), 2);
     scale[g] = HalfToFloatScalar(s16), zero[g] = HalfToFloatScalar(z16);
   }
+  if (HasAvx2() && (l.per_channel ? l.groups % 16 == 0 : l.group % 16 == 0))
+    return DecodeInt4Avx2(l, src, scale.data(), zero.data(), x);
   if (l.per_channel) {  // one parameter row per channel, repeating every token
     DecodeInt4Run(src, 0, l.n, scale.data(), zero.data(), l.groups, x);
     return;
