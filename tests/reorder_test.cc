@@ -121,6 +121,13 @@ class ReorderTest : public testing::ModelStoreTest {
     for (int q = 0; q < requests; ++q)
       Run("impress-itf-ro", 0.25, store, Query(prefix, q), static_cast<int64_t>(prefix.size()));
   }
+  // Warms `prefix` with 3 requests and reorders it: one node gets a copy.
+  void WarmAndReorder(PrefixStore* store, const std::vector<int32_t>& prefix) {
+    Warm(store, prefix, 3);
+    ReorderStats stats;
+    ASSERT_TRUE(store->Reorder({}, &stats).ok());
+    ASSERT_EQ(stats.nodes_reordered, 1);
+  }
 };
 
 TEST_P(ReorderTest, ReorderedStoreServesTheSameKv) {
@@ -178,10 +185,7 @@ TEST_P(ReorderTest, CopiesSurviveReopenAndSplitsDropThem) {
   {
     auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
     ASSERT_TRUE(a.ok());
-    Warm(a->get(), prefix, 3);
-    ReorderStats stats;
-    ASSERT_TRUE((*a)->Reorder({}, &stats).ok());
-    ASSERT_EQ(stats.nodes_reordered, 1);
+    ASSERT_NO_FATAL_FAILURE(WarmAndReorder(a->get(), prefix));
     // Nothing changed since: a second pass writes nothing.
     ReorderStats again;
     ASSERT_TRUE((*a)->Reorder({}, &again).ok());
@@ -294,10 +298,7 @@ TEST_P(ReorderTest, RepairDropsADamagedCopyAndKeepsItsNode) {
   {
     auto a = PrefixStore::Open(*model_, Options(a_dir.path()));
     ASSERT_TRUE(a.ok());
-    Warm(a->get(), prefix, 3);
-    ReorderStats stats;
-    ASSERT_TRUE((*a)->Reorder({}, &stats).ok());
-    ASSERT_EQ(stats.nodes_reordered, 1);
+    ASSERT_NO_FATAL_FAILURE(WarmAndReorder(a->get(), prefix));
     PrefixLease lease = (*a)->Acquire(prefix, 96);
     ASSERT_TRUE(lease.reordered());
     copy = lease.chunks;
