@@ -73,7 +73,7 @@ void Scorer::StoreChunks() {
   stored_k_.assign(model_.config().num_layers, at::Tensor());
   stored_v_ = stored_k_;
   for (int l = 0; l < model_.config().num_layers; ++l) {
-    RoundTripPrefix(codec_, select_.chunk_tokens, 0, w, cache_.keys(l), cache_.values(l));
+    RoundTripPrefix(codec_, select_.chunk_tokens, w, cache_.keys(l), cache_.values(l));
     stored_k_[l] = cache_.keys(l).narrow(1, 0, w).clone();
     stored_v_[l] = cache_.values(l).narrow(1, 0, w).clone();
   }

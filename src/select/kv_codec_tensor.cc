@@ -25,12 +25,11 @@ at::Tensor DecodePart(KvCodec codec, KvRole role, const at::Tensor& bytes, int64
   return out;
 }
 
-void RoundTripPrefix(KvCodec codec, int64_t chunk_tokens, int64_t first_chunk, int64_t tokens, at::Tensor k,
-                     at::Tensor v) {
+void RoundTripPrefix(KvCodec codec, int64_t chunk_tokens, int64_t tokens, at::Tensor k, at::Tensor v) {
   if (codec == KvCodec::kNone) return;
   c10::InferenceMode inference;  // the model's KV caches are inference tensors
   const int64_t heads = k.size(0), dim = k.size(2);
-  for (int64_t i = first_chunk; (i + 1) * chunk_tokens <= tokens; ++i) {
+  for (int64_t i = 0; (i + 1) * chunk_tokens <= tokens; ++i) {
     const KvCodec c = ChunkCodec(codec, i);
     for (auto [x, role] : {std::pair<at::Tensor, KvRole>{k, KvRole::kKeys}, {v, KvRole::kValues}}) {
       at::Tensor slot = x.narrow(1, i * chunk_tokens, chunk_tokens);           // [heads, C, dim]

@@ -21,12 +21,11 @@ at::Tensor EncodePart(KvCodec codec, KvRole role, const at::Tensor& part);
 // Encoded bytes back to [tokens, heads, dim] fp16.
 at::Tensor DecodePart(KvCodec codec, KvRole role, const at::Tensor& bytes, int64_t tokens, int64_t heads, int64_t dim);
 
-// Replaces chunks first_chunk, first_chunk + 1, ... of `chunk_tokens`
-// positions that lie whole among the first `tokens` of the layer KV `k`, `v`
+// Replaces every chunk of `chunk_tokens` positions that lies whole among the
+// first `tokens` of the layer KV `k`, `v`
 // ([heads, positions, dim], any floating dtype) by their round trip through
 // the chunk's codec (ChunkCodec). A partial last chunk is left as it is: the
 // store never holds one. kNone changes nothing.
-void RoundTripPrefix(KvCodec codec, int64_t chunk_tokens, int64_t first_chunk, int64_t tokens, at::Tensor k,
-                     at::Tensor v);
+void RoundTripPrefix(KvCodec codec, int64_t chunk_tokens, int64_t tokens, at::Tensor k, at::Tensor v);
 
 }  // namespace impress
