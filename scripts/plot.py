@@ -136,6 +136,25 @@ def plot_fig22(fig):
     return f
 
 
+def plot_codec(fig):
+    """Per slow tier: MB below the GPU per request and mean TTFT, one group per system
+    (with its ITF unit where it has one), one bar per codec."""
+    tier_i, sys_i, unit_i = col(fig, "slow_tier"), col(fig, "system"), col(fig, "itf_unit")
+    tiers = list(dict.fromkeys(r[tier_i] for r in fig["rows"]))
+    f, axes = plt.subplots(len(tiers), 2, figsize=(10, 3.2 * len(tiers)), squeeze=False)
+    for i, tier in enumerate(tiers):
+        rows = [list(r) for r in fig["rows"] if r[tier_i] == tier]
+        for r in rows:
+            if r[sys_i] not in ("as", "h2o-lfu"):
+                r[sys_i] += "/" + r[unit_i]
+        sub = dict(fig, rows=rows)
+        grouped_bars(axes[i][0], sub, "system", "codec", "mb_below_gpu_per_request", f"MB below the GPU / request ({tier})")
+        grouped_bars(axes[i][1], sub, "system", "codec", "ttft_mean_ms", f"mean TTFT ms ({tier})")
+    for ax in axes.flat:
+        ax.tick_params(axis="x", labelsize=7)
+    return f
+
+
 def one_axis(draw):
     def make(fig):
         f, ax = plt.subplots(figsize=(7, 3.4))
@@ -162,6 +181,7 @@ PLOTS = {
     "fig22": plot_fig22,
     "fig23": one_axis(lambda ax, fig: lines(ax, fig, "chunk_tokens", ["h2o_lfu_ttft_ms", "impress_ttft_ms"], "mean TTFT ms", logx=True)),
     "fig24": one_axis(lambda ax, fig: lines(ax, fig, "pool_prefixes", ["h2o_lfu_ttft_ms", "impress_ttft_ms"], "mean TTFT ms", logx=True)),
+    "codec": plot_codec,
     "fig25": one_axis(lambda ax, fig: grouped_bars(ax, fig, "model", "system", "ttft_mean_ms", "mean TTFT ms")),
 }
 

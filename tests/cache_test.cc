@@ -210,6 +210,63 @@ TEST(TieredCache, ALevelListOfOne) {
   EXPECT_EQ(c.entries(Tier::kCpu), 2u);
 }
 
+// A chunk with an encoded form: its "encoding" here is one byte per value
+// (the value itself), so a level holding it encoded uses half the decoded
+// bytes and the decoder is easy to check.
+ChunkKv EncodedChunk(int64_t tokens, float value) {
+  ChunkKv kv = Chunk(tokens, value);
+  kv.enc = {at::full({tokens * 8}, static_cast<uint8_t>(value), at::kByte),
+            at::full({tokens * 8}, static_cast<uint8_t>(value), at::kByte), KvCodec::kInt8};
+  return kv;
+}
+
+// An encoded CPU level holds only the encoded bytes and counts them; a GPU
+// victim moves down as its encoded bytes (never decoded or encoded on the
+// way); a CPU hit is decoded once, whether it moves up or stays.
+TEST(TieredCache, AnEncodedLevelHoldsTheEncodedBytes) {
+  for (PolicyKind policy : {PolicyKind::kLru, PolicyKind::kScore}) {
+    SCOPED_TRACE(static_cast<int>(policy));
+    TierOptions opt;
+    opt.policy = policy;
+    opt.levels = GpuCpuLevels(256, 3 * 128);  // GPU: one 8-token chunk decoded; CPU: three encoded
+    opt.levels[1].encoded = true;
+    int decodes = 0;
+    opt.decode = [&](ChunkKv* kv) {
+      ++decodes;
+      const int64_t tokens = kv->enc.k.numel() / 8;
+      kv->k = kv->enc.k.to(at::kHalf).reshape({tokens, 2, 4});
+      kv->v = kv->enc.v.to(at::kHalf).reshape({tokens, 2, 4});
+    };
+    auto cache = TieredCache::Create(opt);
+    ASSERT_TRUE(cache.ok()) << cache.status().message();
+    TieredCache& c = **cache;
+    for (uint64_t k : {1, 2, 3, 4}) {
+      c.PutIn(k, EncodedChunk(8, static_cast<float>(k)), Tier::kGpu);  // each evicts the one before it
+    }
+    EXPECT_EQ(c.Where(4), Tier::kGpu);
+    for (uint64_t k : {1, 2, 3}) EXPECT_EQ(c.Where(k), Tier::kCpu);
+    EXPECT_EQ(c.used(Tier::kGpu), 256);
+    EXPECT_EQ(c.used(Tier::kCpu), 3 * 128);
+    EXPECT_EQ(decodes, 0);
+    Tier t;
+    int64_t served = 0;
+    auto hit = c.Get(2, &t, &served);
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(t, Tier::kCpu);
+    EXPECT_EQ(served, 128);
+    EXPECT_EQ(decodes, 1);
+    EXPECT_EQ(hit->k[7][1][3].item<float>(), 2.0f);
+    EXPECT_EQ(hit->v[0][0][0].item<float>(), 2.0f);
+    EXPECT_EQ(c.entries(Tier::kGpu) + c.entries(Tier::kCpu), 4u);  // LRU swapped 2 and 4; score left them
+    EXPECT_EQ(c.used(Tier::kCpu), 3 * 128);
+    EXPECT_EQ(c.counters().bytes_served[Tier::kCpu], 128);
+  }
+  TierOptions no_decoder;
+  no_decoder.levels = GpuCpuLevels(256, 256);
+  no_decoder.levels[1].encoded = true;
+  EXPECT_FALSE(TieredCache::Create(no_decoder).ok());
+}
+
 TEST(TieredCache, LevelsAreCheckedWhenMade) {
   TierOptions twice;
   twice.levels = {GpuCpuLevels(256, 0)[0], GpuCpuLevels(256, 0)[0]};

@@ -222,6 +222,60 @@ TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
   }
 }
 
+// Under a codec the CPU tier holds chunks as the disk does, encoded: a tier
+// sized for the encoded chunks (too small for them decoded) holds all of
+// them and serves what the disk would; with a GPU tier over it, chunks
+// promoted (decoded) and demoted (their bytes moved, not re-encoded) still
+// give the same answer, and none is dropped.
+TEST_P(ReuseTest, TheCpuTierHoldsEncodedChunks) {
+  const int layers = model_->config().num_layers;
+  const std::vector<int32_t> ctx = Tokens(70, 5);  // 4 whole 16-token chunks stored
+  for (KvCodec codec : {KvCodec::kInt8, KvCodec::kInt4}) {
+    SCOPED_TRACE(KvCodecName(codec));
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.kv_codec = codec;
+    o.tiers.levels = GpuCpuLevels(0, 0);
+    ChunkGeometry g = (*PrefixStore::Open(*model_, o))->geometry();
+    const KvCodec first_codec = ChunkCodec(codec, 0);
+    const int64_t encoded = layers * static_cast<int64_t>(g.PartBytes(0, first_codec) + g.PartBytes(1, first_codec) +
+                                                          3 * (g.PartBytes(0, codec) + g.PartBytes(1, codec)));
+    const int64_t decoded = layers * 4 * static_cast<int64_t>(2 * g.KvBytes());
+    ASSERT_LT(encoded, decoded / 3 * 2);
+    // The reference: the codec's round trip of the stored chunks, as the disk serves them.
+    DenseKvCache ref(layers);
+    model_->Forward(ctx, 0, ref);
+    for (int l = 0; l < layers; ++l) RoundTripPrefix(codec, 16, 64, ref.keys(l), ref.values(l));
+    ref.Truncate(64);
+    at::Tensor want =
+        at::log_softmax(model_->Forward(std::vector<int32_t>(ctx.begin() + 64, ctx.end()), 64, ref)[0], -1).cpu();
+    for (int64_t gpu : {int64_t{0}, static_cast<int64_t>(4 * 2 * g.KvBytes())}) {
+      SCOPED_TRACE(gpu);
+      TempDir d2;
+      PrefixStoreOptions c = o;
+      c.dir = d2.path();
+      c.tiers.levels = GpuCpuLevels(gpu, encoded);
+      auto store = PrefixStore::Open(*model_, c);
+      ASSERT_TRUE(store.ok()) << store.status().message();
+      std::unique_ptr<RewindableKv> kv;
+      RequestTrace first, second, third;
+      ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &first).ok());
+      TieredCache& cache = (*store)->cache();
+      if (gpu == 0) EXPECT_EQ(cache.used(Tier::kCpu), encoded);  // every chunk, encoded
+      for (RequestTrace* t : {&second, &third}) {
+        auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, t);
+        ASSERT_TRUE(got.ok()) << got.status().message();
+        EXPECT_EQ(t->reused_tokens, 64);
+        EXPECT_EQ(t->load.bytes[2], 0);  // nothing from the disk
+        EXPECT_LE((*got - want).abs().max().item<double>(), 1e-4);
+      }
+      if (gpu == 0) EXPECT_EQ(second.load.bytes[1], encoded);  // the CPU tier serves the encoded bytes
+      EXPECT_EQ(cache.entries(Tier::kGpu) + cache.entries(Tier::kCpu), static_cast<size_t>(4 * layers));
+      EXPECT_LE(cache.used(Tier::kCpu), encoded);
+    }
+  }
+}
+
 // Selective loading from the store: retention 1.0 under h2o and impress-itf
 // gives the as result exactly; H2O reads no more than as; IMPRESS that never
 // trusts its probe heads (alpha = 0) reads exactly H2O's bytes plus the probe

@@ -4,6 +4,10 @@
 #  1. two processes, each with its own empty local store: the second serves
 #     the first's prefixes from the cluster without computing them, with the
 #     same log-likelihoods and accuracy, reordering included;
+#  1c. under a KV codec (int4): the cluster holds the encoded parts, a second
+#     process serves them with the same answers, a store of another codec
+#     names its chunks apart, and a marker that names another codec is
+#     refused (counted, one line) and the chunk recomputed;
 #  2. bytes flipped in a stored value (SETRANGE) are detected and recomputed,
 #     and so is a part that was evicted (DEL);
 #  2c. a live reshard under a reader: same answers, the MOVED and ASK
@@ -72,16 +76,60 @@ assert rb["remote"]["chunks_written"] > 0, "B's copies were not published"
 assert [x["loglik"] for x in ra["per_request"]] == [x["loglik"] for x in rb["per_request"]]
 print("remote_tier: B's reordered copies live in the cluster, its disk holds nothing, answers identical")
 PY
+# 1c. A KV codec: QA (int4) publishes encoded parts; QB (int4, empty store)
+# serves them with QA's answers, reading about 3x fewer bytes from the
+# cluster than B's float16 run of the same stream.
+run "$tmp/qa" "$tmp/qa.json" --requests 8 --system as,impress-itf --remote "$url" --kv-codec int4
+run "$tmp/qb" "$tmp/qb.json" --requests 8 --system as,impress-itf --remote "$url" --kv-codec int4
+check "$tmp/b.json" "$tmp/qa.json" "$tmp/qb.json" <<'PY'
+import json, sys
+b, qa, qb = (json.load(open(p)) for p in sys.argv[1:4])
+assert qa["runs"][0]["fill"]["computed_prefixes"] == 2, "int4 found the float16 chunks"
+for ra, rb in zip(qa["runs"], qb["runs"]):
+    s = ra["system"]
+    assert rb["fill"]["computed_prefixes"] == 0, (s, rb["fill"])
+    assert rb["bytes_read"]["disk"] == 0 and rb["recomputed_after_error"] == 0, (s, rb["bytes_read"])
+    assert rb["bytes_read"]["remote"] > 0, (s, rb["bytes_read"])
+    assert [x["loglik"] for x in ra["per_request"]] == [x["loglik"] for x in rb["per_request"]], s
+# Bytes per chunk-layer `as` read from the cluster (keys and values): float16
+# exactly 2 x 64 x 3 x 64 x 2; int4 a mix of int4 chunks and first chunks at
+# int8 (docs/store.md's part sizes for SmolLM2), so the count of each is whole.
+tkd = 64 * 3 * 64
+fp16_pair, int8_pair, int4_pair = 2 * 2 * tkd, 2 * (tkd + 2 * 64 * 3), (tkd // 2 + 4 * 3 * 64) + (tkd // 2 + 4 * tkd // 32)
+rb, rq = b["runs"][0], qb["runs"][0]
+assert rb["bytes_read"]["remote"] == rb["remote_chunks_read"] * fp16_pair, rb
+n, got = rq["remote_chunks_read"], rq["bytes_read"]["remote"]
+n8, rest = divmod(got - n * int4_pair, int8_pair - int4_pair)
+assert rest == 0 and 0 <= n8 <= n, (got, n)
+ratio = fp16_pair * n / got
+print("remote_tier: int4 chunks served from the cluster, answers identical; %.2fx fewer bytes read than float16 "
+      "(%d chunk layers, %d of them first chunks at int8)" % (ratio, n, n8))
+PY
+# A marker naming another codec (the first chunks', int8 under int4, made to
+# say int4 with a valid frame): refused with one line, counted, recomputed.
+n=$(python3 "$here/tests/remote_markers.py" 1 2 "$base" $((base + 1)) $((base + 2)))
+[ "$n" -eq 2 ] || { echo "remote_tier: expected the 2 first-chunk markers of int4, rewrote $n"; exit 1; }
+run "$tmp/qd" "$tmp/qd.json" --requests 8 --system as --remote "$url" --kv-codec int4
+check "$tmp/qa.json" "$tmp/qd.json" "$tmp/qd.json.log" <<'PY'
+import json, sys
+ra, rd = (json.load(open(p))["runs"][0] for p in sys.argv[1:3])
+lines = [l for l in open(sys.argv[3]) if "written with KV codec" in l]
+assert len(lines) == 1 and "written with KV codec int4, read as int8" in lines[0], lines
+assert rd["fill"]["remote_codec_mismatches"] == 2 and rd["fill"]["computed_prefixes"] == 2, rd["fill"]
+assert [x["pred"] for x in ra["per_request"]] == [x["pred"] for x in rd["per_request"]]
+print("remote_tier: markers of another codec refused (%d), prefixes recomputed, answers identical"
+      % rd["fill"]["remote_codec_mismatches"])
+PY
 "$bin" store verify --store "$tmp/a" --remote "$url" | tee "$tmp/verify.log"
 grep -qE "verify --remote: ([0-9]+) of \1 chunks in the cluster, [0-9]+ chunk layers match their checksums, 0 missing" "$tmp/verify.log"
 
 # original_part LAYER PART: "PORT KEY" of a part of a chunk of the pool (whose
-# marker holds its 64 tokens: 4 + 16 + 256 bytes), not of a reordered copy.
+# marker holds its 64 tokens and codec: 4 + 16 + 256 + 1 bytes), not of a reordered copy.
 original_part() {
   local p m
   for p in $base $((base + 1)) $((base + 2)); do
     for m in $(redis-cli -p "$p" --scan --pattern 'imp:*:m'); do
-      [ "$(redis-cli -p "$p" strlen "$m")" -eq 276 ] && { echo "$p ${m%:m}:L$1:$2"; return; }
+      [ "$(redis-cli -p "$p" strlen "$m")" -eq 277 ] && { echo "$p ${m%:m}:L$1:$2"; return; }
     done
   done
   echo "remote_tier: no chunk of the pool in the cluster" >&2; exit 1

@@ -36,6 +36,8 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& op
     if (o.capacity < 0) return Status::InvalidArgument("cache capacities must not be negative");
     if (o.tier != Tier::kGpu && o.tier != Tier::kCpu) return Status::InvalidArgument("a cache level must be the GPU or CPU tier");
     if (c->LevelOf(o.tier) >= 0) return Status::InvalidArgument("two cache levels of one tier");
+    if (o.encoded && (o.on_device || !opt.decode))
+      return Status::InvalidArgument("an encoded cache level must be in host memory, with a decoder");
     Level& l = c->levels_.emplace_back();
     l.opt = o;
     l.policy = c->placement_->NewRanking();
@@ -50,15 +52,27 @@ int TieredCache::LevelOf(Tier t) const {
   return -1;
 }
 
-ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t, Copies* copies) {
+ChunkKv TieredCache::ToTier(const ChunkKv& in, int t, Copies* copies) {
   const CacheLevel& L = levels_[t].opt;
+  if (L.encoded && in.enc.defined()) {  // the bytes as stored: nothing to copy or decode
+    ChunkKv out;
+    out.enc = in.enc;
+    if (L.pinned && opt_.device.is_cuda()) {
+      out.enc.k = out.enc.k.pin_memory();
+      out.enc.v = out.enc.v.pin_memory();
+    }
+    return out;
+  }
+  ChunkKv kv = in;
+  const bool decoded = !kv.k.defined();
+  if (decoded) opt_.decode(&kv);  // out of an encoded level: decoded here, once, into new memory
   const at::Device dev = L.on_device ? opt_.device : at::Device(at::kCPU);
   // Up from pinned memory the copy is only enqueued on the caller's stream,
   // and the entry carries the event after it; down, the copy waits for the
   // entry's copy up and is complete when it returns.
   AwaitCopy(kv);
   const bool async = dev.is_cuda() && kv.k.is_pinned() && kv.v.is_pinned();
-  ChunkKv out{kv.k.to(dev, async), kv.v.to(dev, async)};
+  ChunkKv out{kv.k.to(dev, async), kv.v.to(dev, async), kv.enc};  // the encoded bytes stay on the host
   if (async) {
     auto e = std::make_shared<at::cuda::CUDAEvent>();
     e->record(c10::cuda::getCurrentCUDAStream(dev.index()));
@@ -69,7 +83,7 @@ ChunkKv TieredCache::ToTier(const ChunkKv& kv, int t, Copies* copies) {
     out.v = out.v.pin_memory();
   }
   const bool emulated = L.on_device && dev.is_cpu();  // the emulated device pool: a copy, as a transfer would make
-  if (emulated) {
+  if (emulated && !decoded) {
     out.k = out.k.clone();
     out.v = out.v.clone();
   }
@@ -121,7 +135,7 @@ void TieredCache::PlaceLocked(int top, uint64_t key, const ChunkKv& kv, Copies* 
     if (InsertLocked(t, key, ToTier(kv, t, copies))) return;
 }
 
-std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
+std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier, int64_t* bytes) {
   Copies copies{};
   std::optional<ChunkKv> out;
   {
@@ -134,6 +148,7 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
       counters_.hits[L.opt.tier]++;
       counters_.bytes_served[L.opt.tier] += it->second.bytes();
       *tier = L.opt.tier;
+      if (bytes != nullptr) *bytes = it->second.bytes();
       if (t == 0) {
         L.policy->Touch(key);
         out = it->second;
@@ -147,7 +162,9 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier) {
     if (!out) counters_.misses++;
   }
   PaceCopies(copies);
-  if (out) AwaitCopy(*out);  // the caller's stream reads it after its copy up
+  if (!out) return out;
+  if (!out->k.defined()) opt_.decode(&*out);  // served from a level that holds it encoded; the entry stays so
+  AwaitCopy(*out);  // the caller's stream reads it after its copy up
   return out;
 }
 

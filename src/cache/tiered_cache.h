@@ -15,6 +15,12 @@
 // waits with no lock held. A level on the device is CUDA memory when the
 // compute device is a GPU, otherwise an emulated device pool in host memory;
 // other levels are host memory (pinned under CUDA when the level says so).
+// A chunk may carry its encoded form (the bytes its backend stores, a KV
+// codec's): a level that holds encoded chunks keeps only those bytes and
+// counts them against its capacity; the others hold decoded KV and keep the
+// encoded bytes beside it, in host memory, so that a demotion moves them and
+// never re-encodes. A chunk leaving an encoded level for a decoded one, or
+// served from it, is decoded there, once (TierOptions::decode).
 // Thread-safe.
 #pragma once
 
@@ -32,19 +38,34 @@
 #include "cache/tier.h"
 #include "common/pacer.h"
 #include "policy/placement.h"
+#include "store/kv_codec.h"
 
 namespace impress {
 
-// The KV of one (chunk, layer): keys and values [C, kv_heads, head_dim].
+// A chunk's keys and values as a backend with a KV codec stores them: host
+// uint8 tensors (store/kv_codec.h), undefined when the chunk has none.
+struct EncodedKv {
+  at::Tensor k, v;
+  KvCodec codec = KvCodec::kNone;
+  bool defined() const { return k.defined() && v.defined(); }
+  int64_t bytes() const { return defined() ? static_cast<int64_t>(k.nbytes() + v.nbytes()) : 0; }
+};
+
+// The KV of one (chunk, layer): keys and values [C, kv_heads, head_dim],
+// and its encoded form when it has one. In a level that holds encoded
+// chunks only `enc` is defined.
 struct ChunkKv {
   ChunkKv() = default;
-  ChunkKv(at::Tensor keys, at::Tensor values) : k(std::move(keys)), v(std::move(values)) {}
+  ChunkKv(at::Tensor keys, at::Tensor values, EncodedKv encoded = {})
+      : k(std::move(keys)), v(std::move(values)), enc(std::move(encoded)) {}
   at::Tensor k, v;
+  EncodedKv enc;
   // On CUDA, for an entry copied up asynchronously: the event after its copy.
   // Whoever reads the entry (Get's caller, a demotion) waits for it on its own
   // stream first, so the copy runs outside the cache lock and nobody reads it early.
   std::shared_ptr<void> ready;
-  int64_t bytes() const { return static_cast<int64_t>(k.nbytes() + v.nbytes()); }
+  // What the entry occupies in its level: the decoded KV, or the encoded bytes where only those are held.
+  int64_t bytes() const { return k.defined() ? static_cast<int64_t>(k.nbytes() + v.nbytes()) : enc.bytes(); }
 };
 
 // One level of the cache.
@@ -54,6 +75,7 @@ struct CacheLevel {
   bool pinned = false;         // host memory pinned when the device is CUDA, for fast copies up
   int64_t capacity = 0;        // bytes, never exceeded
   double copy_in_bytes_per_second = 0;  // emulated cap on copies into it from host memory (0: none)
+  bool encoded = false;        // holds a chunk's encoded form when it has one (host levels only)
 };
 
 // The GPU tier (on the device, copies up capped at h2d_bytes_per_second)
@@ -64,6 +86,8 @@ struct TierOptions {
   std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);  // fastest first, each tier at most once
   PolicyKind policy = PolicyKind::kLru;
   at::Device device = at::kCPU;  // the compute device: kCUDA on a GPU machine; kCPU emulates it
+  // Sets k and v (host, the KV dtype) from kv->enc. Required when a level is encoded.
+  std::function<void(ChunkKv* kv)> decode;
 };
 
 struct CacheCounters {
@@ -76,10 +100,11 @@ class TieredCache {
  public:
   static StatusOr<std::unique_ptr<TieredCache>> Create(const TierOptions& opt);
 
-  // Chunk `key`, on the top level's device, or nullopt on a miss. A lower
-  // level's hit moves the chunk to the top (cascading evictions); on a hit
-  // `tier` tells where it was found.
-  std::optional<ChunkKv> Get(uint64_t key, Tier* tier);
+  // Chunk `key`, decoded, on the top level's device, or nullopt on a miss. A
+  // lower level's hit moves the chunk to the top (cascading evictions); on a
+  // hit `tier` tells where it was found and `bytes` (when given) what it
+  // occupied there: the bytes that level served.
+  std::optional<ChunkKv> Get(uint64_t key, Tier* tier, int64_t* bytes = nullptr);
   // Caches a chunk read from below in the first level that takes it
   // (cascading evictions). The score policy holds it until Observe tells its
   // share, then places it.

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/units.h"
 #include "experiment/figures.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -31,6 +32,7 @@ struct ReproduceOptions {
   std::string out = "results/figures", store = "stores", data = "data";
   std::string tasks = "piqa,rte,copa,openbookqa";
   TierFlags tiers{"16M", "32M", "128M", "640M"};
+  std::string remote_bw = "16M";
   FigureScale scale;
   RuntimeFlags runtime;
 };
@@ -80,7 +82,7 @@ nlohmann::ordered_json ScaleJson(const FigureScale& s) {
           {"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots}, {"eval_prefix_tokens", s.eval_prefix_tokens},
           {"analysis_docs", s.analysis_docs}, {"retentions", s.retentions}, {"alphas", s.alphas},
           {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype}, {"itf_unit", s.itf_unit}, {"probe_layout", s.probe_layout},
-          {"eval_chunk", s.eval_chunk}, {"seed", s.seed}};
+          {"eval_chunk", s.eval_chunk}, {"seed", s.seed}, {"remote", s.remote}, {"remote_bw", s.remote_bw}};
 }
 
 // The command that reruns this figure at this scale, every knob spelled out.
@@ -98,6 +100,7 @@ std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
     << " --analysis-docs " << s.analysis_docs << " --retention " << JoinNum(s.retentions) << " --alpha "
     << JoinNum(s.alphas) << " --chunk " << JoinNum(s.chunks) << " --pool " << JoinNum(s.pools) << " --itf-unit "
     << s.itf_unit << " --probe-layout " << s.probe_layout << " --eval-chunk " << s.eval_chunk << " --seed " << s.seed;
+  if (!s.remote.empty()) c << " --remote " << s.remote << " --remote-bw " << o.remote_bw;
   return c.str();
 }
 
@@ -186,6 +189,9 @@ int RunReproduce(ReproduceOptions o) {
   s.tasks = SplitList(o.tasks);
   Status parsed = o.tiers.Parse(&s.gpu_cache, &s.cpu_cache, &s.disk_bw, &s.h2d_bw);
   if (!parsed.ok()) return Fail(parsed);
+  auto remote_bw = ParseBytes(o.remote_bw);
+  if (!remote_bw.ok()) return Fail(remote_bw.status().WithContext("--remote-bw"));
+  s.remote_bw = static_cast<double>(*remote_bw);
 
   std::vector<std::unique_ptr<Model>> models;
   std::vector<std::unique_ptr<Tokenizer>> toks;
@@ -268,6 +274,9 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--eval-chunk", s->eval_chunk, "tokens per chunk the chunk unit cuts the accuracy evals' prefixes into")
       ->check(PositiveNumber());
   cmd->add_option("--seed", s->seed, "seed of prefixes, streams and few-shot samples");
+  cmd->add_option("--remote", s->remote,
+                  "redis://HOST:PORT[,...]: the codec figure also reads from this cluster, local tiers empty");
+  cmd->add_option("--remote-bw", o->remote_bw, "the codec figure's cap on cluster reads, bytes/s");
   AddRuntimeFlags(cmd, &o->runtime);
   commands->push_back({cmd, [o] { return RunReproduce(*o); }});
 }

@@ -106,26 +106,28 @@ StatusOr<nlohmann::ordered_json> RemoteReport(const ChunkStore& st, const std::v
   RadixTree tree(g.chunk_tokens);
   for (const auto& meta : committed) RETURN_IF_ERROR(ReplayRecord(meta, g.layers, &tree).WithContext(st.dir() + "/log"));
   ASSIGN_OR_RETURN(std::unique_ptr<RemoteStore> remote, RemoteStore::Connect(RemoteOptions{url}));
-  const ContentKey root = RootKey(st.fingerprint());
-  std::map<uint64_t, ContentKey> found;  // chunk id -> key
+  const ContentKey root = StoreRootKey(st.fingerprint(), g.codec);
+  std::map<uint64_t, std::pair<ContentKey, KvCodec>> found;  // chunk id -> key, codec
   int64_t chunks = 0;
   for (RadixTree::Node* n : tree.Nodes()) {
     const std::vector<int32_t> path = tree.PathTo(n);
     const std::vector<uint64_t> ids = tree.MatchPrefix(path).chunks;
     chunks += static_cast<int64_t>(n->chunks.size());
     std::vector<ContentKey> keys;
-    const int64_t run = remote->FindChain(root, path, 0, ids.size(), g.chunk_tokens, &keys);
-    for (int64_t i = 0; i < run; ++i) found.emplace(ids[i], keys[i]);
+    const int64_t run = remote->FindChain(root, path, 0, ids.size(), g.chunk_tokens, g.codec, &keys);
+    for (int64_t i = 0; i < run; ++i) found.emplace(ids[i], std::make_pair(keys[i], ChunkCodec(g.codec, i)));
   }
   nlohmann::ordered_json j = {{"url", url}, {"chunks", chunks}, {"chunks_in_cluster", found.size()}};
   if (verify) {
-    std::vector<uint8_t> buf(2 * g.KeyBytes() + g.ProbeBytes());
+    const size_t kb = g.MaxPartBytes(0), vb = g.MaxPartBytes(1);
+    std::vector<uint8_t> buf(kb + vb + g.MaxPartBytes(2));
     int64_t ok = 0, missing = 0;
-    for (const auto& [id, key] : found) {
+    for (const auto& [id, named] : found) {
       std::vector<RemoteStore::Read> reads(g.layers);
       for (int l = 0; l < g.layers; ++l) {
-        reads[l].key = key, reads[l].layer = l, reads[l].parts = kKeys | kValues | kProbeKeys;
-        reads[l].keys = buf.data(), reads[l].values = buf.data() + g.KeyBytes(), reads[l].probe = buf.data() + 2 * g.KeyBytes();
+        reads[l].key = named.first, reads[l].codec = named.second, reads[l].layer = l;
+        reads[l].parts = kKeys | kValues | kProbeKeys;
+        reads[l].keys = buf.data(), reads[l].values = buf.data() + kb, reads[l].probe = buf.data() + kb + vb;
       }
       remote->ReadParts(g, &reads);  // layer by layer into one buffer: only the checks matter here
       for (const auto& r : reads) {

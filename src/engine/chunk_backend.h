@@ -28,7 +28,9 @@ namespace impress {
 // `order` is set, a reordered copy of the node whose own chunks are `source`,
 // packed by `order` into the chunks copy_first.. . `kv` holds the keys, values
 // and probe keys of what is put (three tensors per layer, token-major rows
-// [n*C, heads, d] on the host), and stays alive until the put is done.
+// [n*C, heads, d] on the host), and stays alive until the put is done. Under
+// a KV codec `encoded` holds the same parts as the home backend stored them,
+// one uint8 tensor per (layer, chunk put, part): [(l * n + i) * 3 + part].
 struct ChunkPut {
   std::vector<int32_t> tokens;
   std::vector<uint64_t> ids;
@@ -37,6 +39,7 @@ struct ChunkPut {
   const std::vector<std::vector<int32_t>>* order = nullptr;
   uint64_t copy_first = 0;
   std::shared_ptr<const std::vector<at::Tensor>> kv;
+  std::shared_ptr<const std::vector<at::Tensor>> encoded;
 };
 
 class ChunkBackend {

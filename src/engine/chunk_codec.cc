@@ -34,4 +34,12 @@ void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint
            static_cast<uint16_t*>(out->data_ptr()));
 }
 
+void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, ChunkKv* kv) {
+  const auto opts = at::TensorOptions().dtype(kv_type);
+  kv->k = at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, opts);
+  kv->v = at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, opts);
+  DecodeChunkPart(g, 0, kv->enc.codec, kv->enc.k.data_ptr<uint8_t>(), &kv->k);
+  DecodeChunkPart(g, 1, kv->enc.codec, kv->enc.v.data_ptr<uint8_t>(), &kv->v);
+}
+
 }  // namespace impress

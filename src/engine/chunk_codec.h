@@ -8,6 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "cache/tiered_cache.h"
 #include "store/chunk_layout.h"
 
 namespace impress {
@@ -27,5 +28,9 @@ EncodedChunk EncodeChunk(KvCodec codec, const at::Tensor& k, const at::Tensor& v
 // Part `part` (0 keys, 1 values, 2 probe keys) of geometry `g` stored with
 // `codec`, from `bytes` (PartBytes long) to [C, heads, d] in `kv_type` in `out`.
 void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint8_t* bytes, at::Tensor* out);
+
+// Sets kv->k and kv->v ([C, kv_heads, d] in `kv_type`, host) from kv->enc:
+// the caches' decoder (TierOptions::decode).
+void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, ChunkKv* kv);
 
 }  // namespace impress

@@ -53,13 +53,14 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
     if (!missing) continue;
     Tier tier;
     if (!p.k.defined() && !p.v.defined()) {  // untouched: the caches may hold it whole
-      auto hit = cache_->Get(CacheKey(chunks[i], layer), &tier);
+      int64_t served = 0;
+      auto hit = cache_->Get(CacheKey(chunks[i], layer), &tier, &served);
       if (hit) {
         p.k = hit->k;
         p.v = hit->v;
         p.tier = tier;
         stats->hits[static_cast<int>(tier)]++;
-        stats->bytes[static_cast<int>(tier)] += hit->bytes();
+        stats->bytes[static_cast<int>(tier)] += served;
         stats->chunks++;
         continue;
       }
@@ -97,8 +98,14 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
     const Tier tier = from[j];
     for (int part = 0; part < 3; ++part) {
       if (!(m & (1 << part))) continue;
-      if (encoded) DecodeChunkPart(g, part, reads[j].codec, raw[j][part].data_ptr<uint8_t>(), &got[j][part]);
-      bytes[tier] += static_cast<int64_t>(g.PartBytes(part, reads[j].codec));  // what was paid below
+      const size_t paid = g.PartBytes(part, reads[j].codec);
+      bytes[tier] += static_cast<int64_t>(paid);  // what was paid below
+      if (!encoded) continue;
+      DecodeChunkPart(g, part, reads[j].codec, raw[j][part].data_ptr<uint8_t>(), &got[j][part]);
+      if (part == 2) continue;
+      at::Tensor held = raw[j][part].narrow(0, 0, static_cast<int64_t>(paid));  // a cache counts what it holds:
+      (part == 0 ? p.enc.k : p.enc.v) = paid < raw[j][part].nbytes() ? held.clone() : held;  // no spare room
+      p.enc.codec = reads[j].codec;
     }
     if (m & kKeys) p.k = got[j][0];
     if (m & kValues) p.v = got[j][1];
@@ -108,7 +115,7 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
       (tier == Tier::kRemote ? stats->remote_chunks : stats->disk_chunks)++;
       stats->chunks++;
     }
-    if (p.k.defined() && p.v.defined()) cache_->Put(CacheKey(chunks[todo[j]], layer), ChunkKv{p.k, p.v});
+    if (p.k.defined() && p.v.defined()) cache_->Put(CacheKey(chunks[todo[j]], layer), ChunkKv{p.k, p.v, p.enc});
   }
   stats->bytes += bytes;
   for (Tier t : {Tier::kDisk, Tier::kRemote})

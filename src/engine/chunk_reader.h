@@ -1,8 +1,9 @@
 // One read path for a layer's chunks: the tiered cache first, then the
 // backends in order (the first that holds a chunk serves it), each missing
 // part read straight into its tensor, page-locked under CUDA so that copies
-// to the device are asynchronous. A chunk whose keys and values came from a
-// backend is then offered to the cache. Thread-safe (the cache and the
+// to the device are asynchronous, or, under a KV codec, read encoded and
+// decoded. A chunk whose keys and values came from a backend is then offered
+// to the cache, with its encoded bytes. Thread-safe (the cache and the
 // backends are).
 #pragma once
 
@@ -38,6 +39,7 @@ struct LoadStats {
 // on the host or the GPU tier's device; undefined until fetched.
 struct ChunkParts {
   at::Tensor k, v, probe;
+  EncodedKv enc;            // the keys' and values' bytes as a backend with a codec served them
   Tier tier = Tier::kDisk;  // where its keys and values came from
 };
 

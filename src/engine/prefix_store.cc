@@ -78,9 +78,6 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   std::unique_ptr<PrefixStore> s(new PrefixStore(model, opt));
   ASSIGN_OR_RETURN(s->kv_type_, KvType(opt.kv_dtype));
   ASSIGN_OR_RETURN(const StoreIdentity id, StoreIdentityFor(model, opt));
-  if (id.geometry.codec != KvCodec::kNone && !opt.backends.empty())
-    return Status::InvalidArgument(std::string("--kv-codec ") + KvCodecName(id.geometry.codec) +
-                                   " with --remote: the remote tier stores float16 KV only (for now)");
   s->geo_ = id.geometry;
   StoreOptions so;
   so.geometry = id.geometry;
@@ -103,6 +100,10 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   RETURN_IF_ERROR(s->Recover(committed, so.fingerprint));
   TierOptions tiers = opt.tiers;
   tiers.device = model.device();
+  if (s->geo_.codec != KvCodec::kNone) {  // host levels hold chunks as the disk does: encoded
+    for (CacheLevel& level : tiers.levels) level.encoded = !level.on_device;
+    tiers.decode = [geo = s->geo_, type = s->kv_type_](ChunkKv* kv) { DecodeChunkKv(geo, type, kv); };
+  }
   ASSIGN_OR_RETURN(s->cache_, TieredCache::Create(tiers));
   PrefixIndex* index = &s->index_;
   s->cache_->SetPinned([index](uint64_t key) { return index->IsPinned(key >> 12); });
@@ -334,8 +335,10 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
                                          v.narrow(0, i * c, c), p.narrow(0, i * c, c));
       hold.insert(hold.end(), e.bytes.begin(), e.bytes.end());
       writes.push_back({id, l, e.bytes[0].data_ptr(), e.bytes[1].data_ptr(), e.bytes[2].data_ptr(), e.codec});
-      // The caches hold what a read returns: the decoded parts.
-      to_cache.push_back({ChunkReader::CacheKey(id, l), ChunkKv{e.decoded[0].clone(), e.decoded[1].clone()}});
+      // The caches hold what a read returns: the decoded parts, and the encoded ones.
+      EncodedKv enc;
+      if (e.codec != KvCodec::kNone) enc = {e.bytes[0], e.bytes[1], e.codec};
+      to_cache.push_back({ChunkReader::CacheKey(id, l), ChunkKv{e.decoded[0].clone(), e.decoded[1].clone(), enc}});
     }
   }
   std::vector<int32_t> whole(tokens.begin(), tokens.begin() + total * c);
@@ -355,6 +358,7 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
     ChunkPut put;
     put.tokens = std::move(whole), put.ids = ids, put.first = static_cast<size_t>(matched);
     put.kv = std::make_shared<const std::vector<at::Tensor>>(std::move(keep));
+    if (geo_.codec != KvCodec::kNone) put.encoded = std::make_shared<const std::vector<at::Tensor>>(std::move(hold));
     for (const auto& b : below_) b->Put(put, nullptr);
   }
   return total - matched;

@@ -3,19 +3,36 @@
 namespace impress {
 
 RemoteBackend::RemoteBackend(RemoteStore* remote, const ChunkGeometry& geometry, const std::string& fingerprint)
-    : remote_(remote), geo_(geometry), root_(RootKey(fingerprint)) {}
+    : remote_(remote), geo_(geometry), root_(StoreRootKey(fingerprint, geometry.codec)) {}
 
-bool RemoteBackend::KeyOf(uint64_t id, ContentKey* key) const {
+bool RemoteBackend::KeyOf(uint64_t id, Named* named) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = keys_.find(id);
   if (it == keys_.end()) return false;
-  *key = it->second;
+  *named = it->second;
   return true;
 }
 
-void RemoteBackend::Record(const std::vector<uint64_t>& ids, const std::vector<ContentKey>& keys) {
+void RemoteBackend::Record(const std::vector<uint64_t>& ids, const std::vector<ContentKey>& keys,
+                           const std::vector<KvCodec>& codecs) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < ids.size(); ++i) keys_.emplace(ids[i], keys[i]);
+  for (size_t i = 0; i < ids.size(); ++i) keys_.emplace(ids[i], Named{keys[i], codecs[i]});
+}
+
+std::vector<KvCodec> RemoteBackend::PrefixCodecs(size_t first, size_t n) const {
+  std::vector<KvCodec> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(ChunkCodec(geo_.codec, static_cast<int64_t>(first + i)));
+  return out;
+}
+
+std::vector<KvCodec> RemoteBackend::CopyCodecs(const std::vector<uint64_t>& source) const {
+  std::vector<KvCodec> out;
+  for (uint64_t id : source) {
+    Named n;
+    if (!KeyOf(id, &n)) return {};
+    out.push_back(n.codec);
+  }
+  return out;
 }
 
 bool RemoteBackend::Holds(uint64_t chunk, int layer) const {
@@ -28,9 +45,12 @@ Status RemoteBackend::Read(std::vector<ChunkRead>* read_list) {
   std::vector<RemoteStore::Read> rs(reads.size());
   for (size_t j = 0; j < reads.size(); ++j) {
     const ChunkRead& r = reads[j];
-    if (!KeyOf(r.chunk_id, &rs[j].key))
+    Named named;
+    if (!KeyOf(r.chunk_id, &named))
       return Status::NotFound("chunk " + std::to_string(r.chunk_id) + " is neither on the local disk nor in the remote tier");
+    rs[j].key = named.key, rs[j].codec = named.codec;
     rs[j].layer = r.layer, rs[j].parts = r.parts, rs[j].keys = r.keys, rs[j].values = r.values, rs[j].probe = r.probe;
+    (*read_list)[j].codec = named.codec;
   }
   remote_->ReadParts(geo_, &rs);
   Status first;
@@ -44,7 +64,7 @@ Status RemoteBackend::Read(std::vector<ChunkRead>* read_list) {
   return Status::OK();
 }
 
-RemoteStore::Chunk RemoteBackend::Chunk(const std::shared_ptr<const std::vector<at::Tensor>>& owner, int64_t i,
+RemoteStore::Chunk RemoteBackend::Chunk(const ChunkPut& put, int64_t i, int64_t n, KvCodec codec,
                                         const ContentKey& key, const ContentKey& parent,
                                         std::vector<int32_t> tokens) const {
   RemoteStore::Chunk ch;
@@ -52,13 +72,26 @@ RemoteStore::Chunk RemoteBackend::Chunk(const std::shared_ptr<const std::vector<
   ch.key = key;
   ch.parent = parent;
   ch.tokens = std::move(tokens);
+  ch.codec = codec;
+  if (codec != KvCodec::kNone) {  // the parts as the disk stored them
+    const std::vector<at::Tensor>& e = *put.encoded;
+    for (int64_t l = 0; l < geo_.layers; ++l) {
+      const size_t at = static_cast<size_t>((l * n + i) * 3);
+      ch.keys.push_back(e[at].data_ptr());
+      ch.values.push_back(e[at + 1].data_ptr());
+      ch.probe.push_back(e[at + 2].data_ptr());
+    }
+    ch.owner = put.encoded;
+    return ch;
+  }
+  const std::vector<at::Tensor>& kv = *put.kv;
   const int64_t row = i * geo_.chunk_tokens;
   for (int l = 0; l < geo_.layers; ++l) {
-    ch.keys.push_back((*owner)[3 * l][row].data_ptr());
-    ch.values.push_back((*owner)[3 * l + 1][row].data_ptr());
-    ch.probe.push_back((*owner)[3 * l + 2][row].data_ptr());
+    ch.keys.push_back(kv[3 * l][row].data_ptr());
+    ch.values.push_back(kv[3 * l + 1][row].data_ptr());
+    ch.probe.push_back(kv[3 * l + 2][row].data_ptr());
   }
-  ch.owner = owner;
+  ch.owner = put.kv;
   return ch;
 }
 
@@ -66,10 +99,12 @@ void RemoteBackend::Put(ChunkPut put, std::function<void(const Status&)> done) {
   if (put.order != nullptr) return PutCopy(put, done);
   const size_t c = static_cast<size_t>(geo_.chunk_tokens);
   const std::vector<ContentKey> keys = ChainKeys(root_, put.tokens, 0, put.ids.size(), geo_.chunk_tokens);
-  Record(put.ids, keys);
+  const std::vector<KvCodec> codecs = PrefixCodecs(0, put.ids.size());
+  Record(put.ids, keys, codecs);
   std::vector<RemoteStore::Chunk> chunks;
+  const int64_t n = static_cast<int64_t>(put.ids.size() - put.first);
   for (size_t i = put.first; i < put.ids.size(); ++i)
-    chunks.push_back(Chunk(put.kv, static_cast<int64_t>(i - put.first), keys[i], i == 0 ? root_ : keys[i - 1],
+    chunks.push_back(Chunk(put, static_cast<int64_t>(i - put.first), n, codecs[i], keys[i], i == 0 ? root_ : keys[i - 1],
                            std::vector<int32_t>(put.tokens.begin() + i * c, put.tokens.begin() + (i + 1) * c)));
   remote_->WriteAsync(std::move(chunks));
   if (done) {
@@ -80,16 +115,18 @@ void RemoteBackend::Put(ChunkPut put, std::function<void(const Status&)> done) {
 }
 
 void RemoteBackend::PutCopy(const ChunkPut& put, const std::function<void(const Status&)>& done) {
-  ContentKey last;
-  if (!KeyOf(put.source.back(), &last)) {
+  Named last;
+  const std::vector<KvCodec> codecs = CopyCodecs(put.source);
+  if (!KeyOf(put.source.back(), &last) || codecs.empty()) {
     if (done) done(Status::NotFound("the node's chunks have no content key"));
     return;
   }
-  const std::vector<ContentKey> keys = CopyKeys(last, *put.order, put.source.size());
+  const std::vector<ContentKey> keys = CopyKeys(last.key, *put.order, put.source.size());
   std::vector<RemoteStore::Chunk> chunks;
   std::vector<uint64_t> ids;
+  const int64_t n = static_cast<int64_t>(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    chunks.push_back(Chunk(put.kv, static_cast<int64_t>(i), keys[i], last, {static_cast<int32_t>(i)}));
+    chunks.push_back(Chunk(put, static_cast<int64_t>(i), n, codecs[i], keys[i], last.key, {static_cast<int32_t>(i)}));
     ids.push_back(put.copy_first + i);
   }
   // Readers must find the whole copy once it is installed: wait for it.
@@ -100,34 +137,37 @@ void RemoteBackend::PutCopy(const ChunkPut& put, const std::function<void(const 
     if (done) done(Status::IOError("publishing a reordered copy failed"));
     return;
   }
-  Record(ids, keys);
+  Record(ids, keys, codecs);
   if (done) done(Status::OK());
 }
 
 void RemoteBackend::Known(const ChunkPut& chunks) {
   if (chunks.order == nullptr) {
-    Record(chunks.ids, ChainKeys(root_, chunks.tokens, 0, chunks.ids.size(), geo_.chunk_tokens));
+    Record(chunks.ids, ChainKeys(root_, chunks.tokens, 0, chunks.ids.size(), geo_.chunk_tokens),
+           PrefixCodecs(0, chunks.ids.size()));
     return;
   }
-  ContentKey last;
-  if (!KeyOf(chunks.source.back(), &last)) return;
+  Named last;
+  const std::vector<KvCodec> codecs = CopyCodecs(chunks.source);
+  if (!KeyOf(chunks.source.back(), &last) || codecs.empty()) return;
   std::vector<uint64_t> ids;
   for (size_t i = 0; i < chunks.source.size(); ++i) ids.push_back(chunks.copy_first + i);
-  Record(ids, CopyKeys(last, *chunks.order, ids.size()));
+  Record(ids, CopyKeys(last.key, *chunks.order, ids.size()), codecs);
 }
 
 StatusOr<int64_t> RemoteBackend::Discover(const std::vector<int32_t>& tokens, int64_t matched, uint64_t parent,
                                           const std::function<StatusOr<std::vector<uint64_t>>(int64_t)>& adopt) {
   const int64_t total = static_cast<int64_t>(tokens.size()) / geo_.chunk_tokens;
-  ContentKey from = root_;
+  Named from{root_, KvCodec::kNone};
   if (matched >= total || (matched > 0 && !KeyOf(parent, &from))) return int64_t{0};
   std::vector<ContentKey> keys;
-  const int64_t found = remote_->FindChain(from, tokens, matched, total - matched, geo_.chunk_tokens, &keys);
+  const int64_t found =
+      remote_->FindChain(from.key, tokens, matched, total - matched, geo_.chunk_tokens, geo_.codec, &keys);
   if (found == 0) return int64_t{0};
   ASSIGN_OR_RETURN(const std::vector<uint64_t> ids, adopt(found));
   if (static_cast<int64_t>(ids.size()) != found) return int64_t{0};
   keys.resize(found);
-  Record(ids, keys);
+  Record(ids, keys, PrefixCodecs(static_cast<size_t>(matched), static_cast<size_t>(found)));
   return found;
 }
 

@@ -2,7 +2,10 @@
 // chunks by content (remote/content_key.h): it keeps the content key of every
 // chunk the index holds that it can name (original chunks from their tokens,
 // reordered copies from their node's last key and packing), so that the
-// index's chunk ids never leave this machine. A read that fails (missing,
+// index's chunk ids never leave this machine. Under a KV codec it stores the
+// parts as the disk does, encoded (a chunk's codec follows from its place in
+// its prefix: ChunkCodec), and the codec is part of every content key, so
+// stores with different codecs never share a chunk. A read that fails (missing,
 // damaged, unreachable) is NotFound and the chunk is remembered as lost until
 // the home backend keeps it (ChunkBackend::Lost). Thread-safe.
 #pragma once
@@ -35,18 +38,28 @@ class RemoteBackend final : public ChunkBackend {
   void ForgetLost(const std::vector<uint64_t>& ids) override;
 
  private:
-  bool KeyOf(uint64_t id, ContentKey* key) const;
-  void Record(const std::vector<uint64_t>& ids, const std::vector<ContentKey>& keys);
-  // Chunk i (rows i*C..) of `owner`'s keys, values and probe keys, as published.
-  RemoteStore::Chunk Chunk(const std::shared_ptr<const std::vector<at::Tensor>>& owner, int64_t i,
-                           const ContentKey& key, const ContentKey& parent, std::vector<int32_t> tokens) const;
+  // What the backend knows of a chunk id: its content key and codec.
+  struct Named {
+    ContentKey key;
+    KvCodec codec = KvCodec::kNone;
+  };
+  bool KeyOf(uint64_t id, Named* named) const;
+  void Record(const std::vector<uint64_t>& ids, const std::vector<ContentKey>& keys, const std::vector<KvCodec>& codecs);
+  // The codecs of chunks first..first+n-1 of a prefix.
+  std::vector<KvCodec> PrefixCodecs(size_t first, size_t n) const;
+  // The codecs of a reordered copy of the node whose chunks are `source`
+  // (copy chunk i holds the place of source[i]); empty when one is unnamed.
+  std::vector<KvCodec> CopyCodecs(const std::vector<uint64_t>& source) const;
+  // Chunk i of `put` (rows i*C.. of its kv, or its encoded parts), as published.
+  RemoteStore::Chunk Chunk(const ChunkPut& put, int64_t i, int64_t n, KvCodec codec, const ContentKey& key,
+                           const ContentKey& parent, std::vector<int32_t> tokens) const;
   void PutCopy(const ChunkPut& put, const std::function<void(const Status&)>& done);
 
   RemoteStore* remote_;
   ChunkGeometry geo_;
   ContentKey root_;
   mutable std::mutex mu_;  // a leaf lock
-  std::unordered_map<uint64_t, ContentKey> keys_;  // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, Named> keys_;  // GUARDED_BY(mu_)
   std::unordered_set<uint64_t> lost_;              // GUARDED_BY(mu_)
 };
 

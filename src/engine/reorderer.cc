@@ -56,7 +56,7 @@ Status Reorderer::Pass(const ReorderOptions& opt, ReorderStats* stats) {
     std::vector<at::Tensor> keep, hold;
     ASSIGN_OR_RETURN(const bool packed, Repack(cand, plan.order, first, &writes, &keep, &hold, stats));
     if (!packed) continue;
-    ASSIGN_OR_RETURN(const bool installed, CommitAndInstall(cand, plan, first, writes, keep, stats));
+    ASSIGN_OR_RETURN(const bool installed, CommitAndInstall(cand, plan, first, writes, keep, hold, stats));
     if (installed) stats->nodes_reordered++;
   }
   return Status::OK();
@@ -126,7 +126,7 @@ StatusOr<bool> Reorderer::Repack(const Candidate& cand, const std::vector<std::v
 
 StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& plan, uint64_t first,
                                            const std::vector<ChunkWrite>& writes, const std::vector<at::Tensor>& keep,
-                                           ReorderStats* stats) {
+                                           const std::vector<at::Tensor>& hold, ReorderStats* stats) {
   const ChunkGeometry& g = ctx_.geometry;
   const int64_t n = static_cast<int64_t>(cand.source.size());
   bool on_disk = ctx_.below == nullptr;
@@ -137,6 +137,7 @@ StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& p
     ChunkPut put;
     put.source = cand.source, put.order = &plan.order, put.copy_first = first;
     put.kv = std::make_shared<const std::vector<at::Tensor>>(keep);
+    if (!hold.empty()) put.encoded = std::make_shared<const std::vector<at::Tensor>>(hold);
     Status written;
     ctx_.below->Put(std::move(put), [&](const Status& s) { written = s; });
     if (!written.ok()) {
@@ -158,11 +159,12 @@ StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& p
     ctx_.index->AddUnfreedLocked(copy->chunks);  // a split since made it stale: nothing reads it
     return false;
   }
-  RecacheLocked(cand, *copy, keep, stats);
+  RecacheLocked(cand, *copy, writes, keep, hold, stats);
   return true;
 }
 
-void Reorderer::RecacheLocked(const Candidate& cand, const ReorderedChunks& copy, const std::vector<at::Tensor>& keep,
+void Reorderer::RecacheLocked(const Candidate& cand, const ReorderedChunks& copy, const std::vector<ChunkWrite>& writes,
+                              const std::vector<at::Tensor>& keep, const std::vector<at::Tensor>& hold,
                               ReorderStats* stats) {
   const ChunkGeometry& g = ctx_.geometry;
   const int64_t n = static_cast<int64_t>(cand.source.size()), c = g.chunk_tokens;
@@ -192,6 +194,8 @@ void Reorderer::RecacheLocked(const Candidate& cand, const ReorderedChunks& copy
       ChunkKv kv{at::empty({c, g.kv_heads, g.head_dim}, opts), at::empty({c, g.kv_heads, g.head_dim}, opts)};
       std::memcpy(kv.k.data_ptr(), static_cast<uint8_t*>(keep[3 * l].data_ptr()) + i * kb, kb);
       std::memcpy(kv.v.data_ptr(), static_cast<uint8_t*>(keep[3 * l + 1].data_ptr()) + i * kb, kb);
+      const size_t w = static_cast<size_t>(l * n + i);  // Repack's order: by layer, then chunk
+      if (!hold.empty()) kv.enc = {hold[3 * w], hold[3 * w + 1], *writes[w].codec};
       ctx_.cache->PutIn(ChunkReader::CacheKey(copy.chunks[i], l), kv, i < gpu ? Tier::kGpu : Tier::kCpu);
     }
     stats->chunks_recached += gpu + cpu;

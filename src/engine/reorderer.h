@@ -101,11 +101,12 @@ class Reorderer {
   // disk does not hold) and installs it. False when it did not install.
   StatusOr<bool> CommitAndInstall(const Candidate& cand, ReorderPlan& plan, uint64_t first,
                                   const std::vector<ChunkWrite>& writes, const std::vector<at::Tensor>& keep,
-                                  ReorderStats* stats);
+                                  const std::vector<at::Tensor>& hold, ReorderStats* stats);
   // Moves the cache share of the node's old chunks to the copy's most
-  // important ones. REQUIRES: the index's mutex held.
-  void RecacheLocked(const Candidate& cand, const ReorderedChunks& copy, const std::vector<at::Tensor>& keep,
-                     ReorderStats* stats);
+  // important ones (with their encoded bytes, `hold`, under a codec).
+  // REQUIRES: the index's mutex held.
+  void RecacheLocked(const Candidate& cand, const ReorderedChunks& copy, const std::vector<ChunkWrite>& writes,
+                     const std::vector<at::Tensor>& keep, const std::vector<at::Tensor>& hold, ReorderStats* stats);
 
   ReorderContext ctx_;
 };

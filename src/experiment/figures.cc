@@ -25,6 +25,13 @@ double TtftRetention(const std::string& task) { return task == "copa" ? 0.5 : 0.
 
 double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+// The mean accuracy over an eval's tasks.
+double MeanAcc(const ojson& eval) {
+  double sum = 0;
+  for (const auto& r : eval["results"]) sum += r["acc"].get<double>();
+  return eval["results"].empty() ? 0 : sum / static_cast<double>(eval["results"].size());
+}
+
 // Share of documents on which two evals' "preds" (same documents) name the same choice.
 double Agreement(const ojson& preds, const ojson& reference) {
   size_t same = 0;
@@ -56,7 +63,7 @@ FigureRunner::FigureRunner(std::vector<FigureModel> models, FigureScale scale, s
 const std::vector<std::string>& FigureRunner::Names() {
   static const std::vector<std::string> names = {
       "io-share", "head-jaccard", "similarity-ratio", "chunk-importance", "fig15", "fig16", "fig17", "tail",
-      "fig18", "fig19", "fig20", "fig21", "fig22", "fig23", "fig24", "fig25"};
+      "fig18", "fig19", "fig20", "fig21", "fig22", "fig23", "fig24", "fig25", "codec"};
   return names;
 }
 
@@ -107,8 +114,9 @@ std::vector<std::string> Figure::ids() const {
 }
 
 StatusOr<RunResults> FigureRunner::Run(const FigureModel& m, RunConfig c) {
-  c.store = store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
-            (c.probe_layout == "first" ? "" : "-" + c.probe_layout);
+  if (c.store.empty())
+    c.store = store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
+              (c.probe_layout == "first" ? "" : "-" + c.probe_layout) + (c.kv_codec == "fp16" ? "" : "-" + c.kv_codec);
   const std::string key = Key(m.dir, c).dump();
   auto it = runs_.find(key);
   if (it != runs_.end()) return it->second;
@@ -129,7 +137,8 @@ StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
   const std::string key = ojson{{"model", m.dir}, {"tasks", c.tasks}, {"system", c.system}, {"shots", c.shots},
                                 {"prefix_tokens", c.prefix_tokens},
                                 {"limit", c.limit}, {"seed", c.seed}, {"retention", c.retention}, {"alpha", c.alpha},
-                                {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout}}
+                                {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout},
+                                {"kv_codec", c.kv_codec}}
                               .dump();
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
@@ -151,6 +160,7 @@ StatusOr<Figure> FigureRunner::Make(const std::string& name) {
   if (name == "fig23") return Fig23();
   if (name == "fig24") return Fig24();
   if (name == "fig25") return Fig25();
+  if (name == "codec") return Codec();
   if (name == "head-jaccard" || name == "similarity-ratio" || name == "chunk-importance") return Motivation(name);
   std::string known;
   for (const auto& n : Names()) known += (known.empty() ? "" : ", ") + n;
@@ -483,6 +493,82 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
                       std::to_string(a["chunk_tokens"].get<int>()) + "-token chunks");
     f.series = {{"important_share_mean", mean}, {"histogram", a["histogram"]}};
   }
+  return f;
+}
+
+StatusOr<RunResults> FigureRunner::FromCluster(RunConfig c) {
+  const std::string base = store_root_ + "/" + Base(models_[0].dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
+                           "-" + c.kv_codec + "-cluster";
+  RunConfig publish = c;
+  publish.systems = {"as"};
+  publish.requests = 1, publish.warmup = 0, publish.remote_bw = 0;
+  publish.remote = scale_.remote;
+  publish.store = base + "-writer";
+  RETURN_IF_ERROR(Run(models_[0], publish).status());
+  c.remote = scale_.remote;
+  c.remote_bw = scale_.remote_bw;
+  c.store = base + "-reader-" + c.itf_unit;
+  std::error_code ec;
+  std::filesystem::remove_all(c.store, ec);  // the reader's local tiers start empty
+  if (ec) return Status::IOError(c.store + ": cannot empty it: " + ec.message());
+  return Run(models_[0], c);
+}
+
+StatusOr<Figure> FigureRunner::Codec() {
+  Figure f;
+  f.name = "codec";
+  f.title = "Quantized KV below the GPU: bytes, TTFT and accuracy per codec";
+  f.paper = "not in the paper (IMPRESS stores float16 KV); int8 within 0.5 points, int4 within 1 point of fp16 accuracy";
+  f.columns = {{"slow_tier", "slow tier"}, {"codec", "codec"}, {"system", "system"}, {"itf_unit", "ITF unit"},
+               {"ttft_mean_ms", "ttft mean ms"}, {"ttft_p99_ms", "ttft p99 ms"}, {"io_share", "I/O share"},
+               {"mb_below_gpu_per_request", "MB below the GPU per request"},
+               {"fp16_over_codec_bytes", "fp16 / codec bytes"}, {"acc", "acc (eval)"}};
+  const std::vector<std::string> codecs = {"fp16", "int8", "int4"};
+  std::vector<std::string> tiers = {"disk"};
+  if (!scale_.remote.empty()) tiers.push_back("cluster");
+  // (system, ITF unit): the baselines do not depend on the unit.
+  const std::vector<std::pair<std::string, std::string>> points = {
+      {"as", "token"}, {"h2o-lfu", "token"}, {"impress-itf", "token"}, {"impress", "token"},
+      {"impress-itf", "chunk"}, {"impress", "chunk"}};
+  std::map<std::string, double> fp16_mb;  // tier|system|unit -> MB below the GPU per request at fp16
+  for (const std::string& tier : tiers) {
+    for (const std::string& codec : codecs) {
+      for (const std::string& unit : {"token", "chunk"}) {
+        RunConfig c = BaseRun(scale_.task);
+        c.kv_codec = codec;
+        c.itf_unit = unit;
+        c.systems.clear();
+        for (const auto& [sys, u] : points)  // the cluster's reads are slow: the baseline and IMPRESS only
+          if (u == unit && (tier == "disk" || sys == "h2o-lfu" || sys == "impress")) c.systems.push_back(sys);
+        if (c.systems.empty()) continue;
+        ASSIGN_OR_RETURN(RunResults run, tier == "disk" ? Run(models_[0], c) : FromCluster(c));
+        for (const std::string& sys : c.systems) {
+          ASSIGN_OR_RETURN(const RunResult* r, run.Find(sys));
+          const TierCounts& b = r->bytes_read;
+          const double mb = static_cast<double>(b[Tier::kCpu] + b[Tier::kDisk] + b[Tier::kRemote]) / 1e6 /
+                            std::max(1, r->requests);
+          const std::string at = tier + "|" + sys + "|" + unit;
+          if (codec == "fp16") fp16_mb[at] = mb;
+          EvalConfig e = BaseEval(scale_.tasks);
+          e.system = sys == "impress" ? "impress-itf" : sys;  // impress chooses as impress-itf does
+          e.retention = TtftRetention(scale_.task);
+          e.itf_unit = unit;
+          e.kv_codec = codec;
+          ASSIGN_OR_RETURN(ojson acc, Eval(models_[0], e));
+          f.rows.push_back({tier, codec, sys, unit, r->ttft_ms.mean, r->ttft_ms.p99, r->io_share, mb,
+                            Ratio(fp16_mb[at], mb), MeanAcc(acc)});
+        }
+      }
+    }
+  }
+  std::string tasks;
+  for (const std::string& t : scale_.tasks) tasks += (tasks.empty() ? "" : ",") + t;
+  f.notes.push_back("task " + scale_.task + " for TTFT and bytes; accuracy: eval over " + tasks +
+                    " (mean), the same retention, " + std::to_string(scale_.docs) + " documents per task");
+  f.notes.push_back("MB below the GPU: the CPU tier's, the disk's and the cluster's bytes, as stored (encoded)");
+  if (!scale_.remote.empty())
+    f.notes.push_back("cluster: a reader with empty local tiers, remote reads capped at " +
+                      std::to_string(scale_.remote_bw / (1 << 20)).substr(0, 5) + " MiB/s; h2o-lfu and impress only");
   return f;
 }
 

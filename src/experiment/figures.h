@@ -48,6 +48,10 @@ struct FigureScale {
   // "spread" (one per KV head; its stores get their own folders).
   std::string probe_layout = "first";
   uint64_t seed = 1234;
+  // The codec figure's second slow tier: a Redis Cluster (redis://HOST:PORT)
+  // that a reader with an empty local store reads at remote_bw bytes/s ("": disk only).
+  std::string remote;
+  double remote_bw = 16.0 * (1 << 20);
 };
 
 // A model the figures run on (Fig. 25 runs every one given).
@@ -107,6 +111,10 @@ class FigureRunner {
   StatusOr<Figure> Fig24();
   StatusOr<Figure> Fig25();
   StatusOr<Figure> Motivation(const std::string& name);  // head-jaccard, similarity-ratio, chunk-importance
+  StatusOr<Figure> Codec();
+  // `c` with the cluster as its slow tier: the pool published by a writer,
+  // then read by a reader whose local store starts empty.
+  StatusOr<RunResults> FromCluster(RunConfig c);
 
   std::vector<FigureModel> models_;
   FigureScale scale_;

@@ -6,6 +6,7 @@ RemoteTally RemoteTally::operator-(const RemoteTally& b) const {
   RemoteTally d;
   d.lookups = lookups - b.lookups;
   d.chunks_found = chunks_found - b.chunks_found;
+  d.codec_mismatches = codec_mismatches - b.codec_mismatches;
   d.parts_read = parts_read - b.parts_read;
   d.parts_missing = parts_missing - b.parts_missing;
   d.parts_corrupt = parts_corrupt - b.parts_corrupt;
@@ -23,7 +24,8 @@ RemoteTally RemoteTally::operator-(const RemoteTally& b) const {
 }
 
 nlohmann::ordered_json RemoteTally::ToJson() const {
-  return {{"lookups", lookups}, {"chunks_found", chunks_found}, {"parts_read", parts_read},
+  return {{"lookups", lookups}, {"chunks_found", chunks_found}, {"codec_mismatches", codec_mismatches},
+          {"parts_read", parts_read},
           {"parts_missing", parts_missing}, {"parts_corrupt", parts_corrupt}, {"read_errors", read_errors},
           {"bytes_read", bytes_read}, {"chunks_written", chunks_written}, {"write_errors", write_errors},
           {"bytes_written", bytes_written}, {"moved", moved}, {"ask", ask}, {"slot_reloads", slot_reloads},
@@ -62,7 +64,7 @@ nlohmann::ordered_json RunResult::ToJson() const {
   }
   if (fill)
     j["fill"] = {{"computed_prefixes", fill->computed_prefixes}, {"computed_tokens", fill->computed_tokens},
-                 {"adopted_chunks", fill->adopted_chunks}};
+                 {"adopted_chunks", fill->adopted_chunks}, {"remote_codec_mismatches", fill->remote_codec_mismatches}};
   if (remote) j["remote"] = remote->ToJson();
   if (reorder) {
     const ReorderSection& r = *reorder;

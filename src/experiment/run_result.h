@@ -33,11 +33,12 @@ struct RequestRow {
 // What opening the store computed or adopted from a backend below the disk.
 struct FillCounts {
   int64_t computed_prefixes = 0, computed_tokens = 0, adopted_chunks = 0;
+  int64_t remote_codec_mismatches = 0;  // chunks the remote tier held under another KV codec (refused)
 };
 
 // The remote tier's counters over one system's run (remote/remote_store.h).
 struct RemoteTally {
-  int64_t lookups = 0, chunks_found = 0, parts_read = 0, parts_missing = 0, parts_corrupt = 0, read_errors = 0,
+  int64_t lookups = 0, chunks_found = 0, codec_mismatches = 0, parts_read = 0, parts_missing = 0, parts_corrupt = 0, read_errors = 0,
           bytes_read = 0, chunks_written = 0, write_errors = 0, bytes_written = 0;
   int64_t moved = 0, ask = 0, slot_reloads = 0, reconnects = 0, timeouts = 0;
   RemoteTally operator-(const RemoteTally& before) const;

@@ -186,7 +186,8 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixSto
 
 RemoteTally TallyOf(const RemoteCounters& c) {
   RemoteTally t;
-  t.lookups = c.lookups, t.chunks_found = c.chunks_found, t.parts_read = c.parts_read;
+  t.lookups = c.lookups, t.chunks_found = c.chunks_found, t.codec_mismatches = c.codec_mismatches;
+  t.parts_read = c.parts_read;
   t.parts_missing = c.parts_missing, t.parts_corrupt = c.parts_corrupt, t.read_errors = c.read_errors;
   t.bytes_read = c.bytes_read, t.chunks_written = c.chunks_written, t.write_errors = c.write_errors;
   t.bytes_written = c.bytes_written, t.moved = c.cluster.moved, t.ask = c.cluster.ask;
@@ -265,7 +266,10 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   if (remote != nullptr) so.backends.push_back(RemoteBackendFactory(remote));
   run->policy = PolicyName(system.policy);
   run->fill.emplace();
-  return OpenFilledStore(m, so, w.pool_ids, &*run->fill);
+  const int64_t refused = remote != nullptr ? remote->counters().codec_mismatches.load() : 0;
+  auto store = OpenFilledStore(m, so, w.pool_ids, &*run->fill);
+  if (remote != nullptr) run->fill->remote_codec_mismatches = remote->counters().codec_mismatches.load() - refused;
+  return store;
 }
 
 // One system over the whole stream: its warm-up, then its measured requests.

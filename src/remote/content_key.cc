@@ -61,6 +61,10 @@ ContentKey RootKey(const std::string& fingerprint) {
   return Hash128(reinterpret_cast<const uint8_t*>(tagged.data()), tagged.size(), kSeed);
 }
 
+ContentKey StoreRootKey(const std::string& fingerprint, KvCodec codec) {
+  return RootKey(codec == KvCodec::kNone ? fingerprint : fingerprint + "|kv-codec=" + KvCodecName(codec));
+}
+
 ContentKey NextKey(const ContentKey& parent, const int32_t* tokens, size_t n) {
   std::vector<uint8_t> buf(16 + 4 * n);
   std::memcpy(buf.data(), parent.bytes.data(), 16);

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "store/kv_codec.h"
+
 namespace impress {
 
 struct ContentKey {
@@ -25,6 +27,10 @@ struct ContentKey {
 // The key before a prefix's first chunk: a function of the store fingerprint
 // (model, KV dtype, chunk size), so different models never share a chunk.
 ContentKey RootKey(const std::string& fingerprint);
+// The root of a store's chunks: RootKey of its fingerprint, and of its KV
+// codec when it has one (float16 stores keep RootKey(fingerprint)), so that
+// stores with different codecs never name a chunk alike.
+ContentKey StoreRootKey(const std::string& fingerprint, KvCodec codec);
 // The key of a chunk of `n` tokens that follows the chunk keyed `parent`.
 ContentKey NextKey(const ContentKey& parent, const int32_t* tokens, size_t n);
 // Keys of chunks first..first+count-1 of `tokens` (chunk i is tokens

@@ -1,5 +1,6 @@
 #include "remote/remote_store.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "store/crc32c.h"
@@ -9,6 +10,9 @@ namespace {
 
 const char kPartName[3] = {'k', 'v', 'p'};
 const uint8_t kPartBit[3] = {kKeys, kValues, kProbeKeys};
+
+// A marker: the parent key (16 bytes), the tokens (4 bytes each, little-endian), the codec (1 byte).
+size_t MarkerBytes(size_t tokens) { return 16 + 4 * tokens + 1; }
 
 // [CRC-32C of payload][payload]
 std::string Frame(const void* payload, size_t n) {
@@ -69,14 +73,12 @@ RemoteStore::~RemoteStore() {
   }
 }
 
-size_t PartBytes(const ChunkGeometry& g, int part) { return part == 2 ? g.ProbeBytes() : g.KeyBytes(); }
-
 int64_t RemoteStore::FindChain(const ContentKey& parent, const std::vector<int32_t>& tokens, size_t first,
-                               size_t count, int chunk_tokens, std::vector<ContentKey>* keys) {
+                               size_t count, int chunk_tokens, KvCodec codec, std::vector<ContentKey>* keys) {
   *keys = ChainKeys(parent, tokens, first, count, chunk_tokens);
   if (count == 0) return 0;
   counters_.lookups += static_cast<int64_t>(count);
-  const size_t c = static_cast<size_t>(chunk_tokens), marker_bytes = 16 + 4 * c;
+  const size_t c = static_cast<size_t>(chunk_tokens), marker_bytes = MarkerBytes(c);
   std::vector<uint8_t> markers(count * marker_bytes);
   std::vector<GetOp> ops;
   ops.reserve(count);
@@ -97,6 +99,16 @@ int64_t RemoteStore::FindChain(const ContentKey& parent, const std::vector<int32
       for (int b = 0; b < 4; ++b) v |= static_cast<uint32_t>(p[16 + 4 * t + b]) << (8 * b);
       match[i] = v == static_cast<uint32_t>(want[t]);
     }
+    const uint8_t stored = p[16 + 4 * c];
+    const KvCodec expected = ChunkCodec(codec, static_cast<int64_t>(first + i));
+    if (match[i] && stored != static_cast<uint8_t>(expected)) {
+      match[i] = false;
+      counters_.codec_mismatches++;
+      if (!told_mismatch_.exchange(true))
+        std::fprintf(stderr, "remote tier: chunk %s was written with KV codec %s, read as %s: refused (recomputed)\n",
+                     (*keys)[i].Hex().c_str(), stored <= 2 ? KvCodecName(static_cast<KvCodec>(stored)) : "unknown",
+                     KvCodecName(expected));
+    }
   }
   int64_t run = 0;
   while (run < static_cast<int64_t>(count) && match[run]) ++run;
@@ -112,7 +124,7 @@ void RemoteStore::ReadParts(const ChunkGeometry& g, std::vector<Read>* reads) {
     r.status = Status::OK();
     void* dst[3] = {r.keys, r.values, r.probe};
     for (int p = 0; p < 3; ++p)
-      if (r.parts & kPartBit[p]) ops.push_back(FramedGet(PartKeyName(r.key, r.layer, p), dst[p], PartBytes(g, p))), read_of.push_back(i);
+      if (r.parts & kPartBit[p]) ops.push_back(FramedGet(PartKeyName(r.key, r.layer, p), dst[p], g.PartBytes(p, r.codec))), read_of.push_back(i);
   }
   if (ops.empty()) return;
   counters_.parts_read += static_cast<int64_t>(ops.size());
@@ -181,7 +193,7 @@ void RemoteStore::WriteOne(const Chunk& chunk) {
     const void* src[3] = {chunk.keys[l], chunk.values[l], chunk.probe[l]};
     for (int p = 0; p < 3; ++p) {
       parts[3 * l + p].key = PartKeyName(chunk.key, l, p);
-      parts[3 * l + p].value = Frame(src[p], PartBytes(chunk.geometry, p));
+      parts[3 * l + p].value = Frame(src[p], chunk.geometry.PartBytes(p, chunk.codec));
     }
   }
   connector_->Set(&parts);
@@ -192,10 +204,11 @@ void RemoteStore::WriteOne(const Chunk& chunk) {
   }
   counters_.write_errors += failed;
   if (failed > 0) return;  // no marker: readers must not look for a chunk that is not whole
-  std::string marker(16 + 4 * chunk.tokens.size(), '\0');
+  std::string marker(MarkerBytes(chunk.tokens.size()), '\0');
   std::memcpy(&marker[0], chunk.parent.bytes.data(), 16);
   for (size_t t = 0; t < chunk.tokens.size(); ++t)
     for (int b = 0; b < 4; ++b) marker[16 + 4 * t + b] = static_cast<char>(static_cast<uint32_t>(chunk.tokens[t]) >> (8 * b));
+  marker[16 + 4 * chunk.tokens.size()] = static_cast<char>(chunk.codec);
   std::vector<SetOp> mark(1);
   mark[0].key = MarkerKeyName(chunk.key);
   mark[0].value = Frame(marker.data(), marker.size());

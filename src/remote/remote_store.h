@@ -3,8 +3,8 @@
 // content (remote/content_key.h) so that every machine pointed at the same
 // cluster shares them. Layout (docs/remote.md):
 //
-//   imp:{KEY}:m           marker: the chunk's parent key and tokens
-//   imp:{KEY}:L<l>:k|v|p  keys, values and probe keys of layer l
+//   imp:{KEY}:m           marker: the chunk's parent key, tokens and KV codec
+//   imp:{KEY}:L<l>:k|v|p  keys, values and probe keys of layer l, encoded with it
 //
 // Every value is [CRC-32C of the rest, 4 bytes little-endian][payload]. The
 // {KEY} hash tag puts a chunk's marker and parts in one slot. A chunk's marker
@@ -46,6 +46,7 @@ struct RemoteOptions {
 struct RemoteCounters {
   std::atomic<int64_t> lookups{0};       // marker reads
   std::atomic<int64_t> chunks_found{0};  // markers that matched
+  std::atomic<int64_t> codec_mismatches{0};  // markers of this chunk written with another KV codec (refused)
   std::atomic<int64_t> parts_read{0};    // parts asked for
   std::atomic<int64_t> parts_missing{0};  // not in the cluster (never written, or evicted)
   std::atomic<int64_t> parts_corrupt{0};  // wrong size or checksum
@@ -69,14 +70,17 @@ class RemoteStore {
   // RootKey for 0), the cluster holds, from the first: one pipelined round of
   // marker reads, each marker checked against its parent and tokens. A fault
   // ends the run: what follows is unknown. `keys` gets the count chunks' keys.
+  // A marker of chunk i written with another codec than ChunkCodec(codec, i)
+  // ends it too: counted, and said once on stderr (one line naming both).
   int64_t FindChain(const ContentKey& parent, const std::vector<int32_t>& tokens, size_t first, size_t count,
-                    int chunk_tokens, std::vector<ContentKey>* keys);
+                    int chunk_tokens, KvCodec codec, std::vector<ContentKey>* keys);
 
   // One chunk-layer's parts to read into caller buffers (sizes from the geometry).
   struct Read {
     ContentKey key;
     int layer = 0;
     uint8_t parts = 0;  // ChunkPart bits
+    KvCodec codec = KvCodec::kNone;  // the chunk's: each part is PartBytes(part, codec)
     void* keys = nullptr;
     void* values = nullptr;
     void* probe = nullptr;
@@ -86,11 +90,13 @@ class RemoteStore {
   // paced by opt.bytes_per_second. Each read's status says how it went.
   void ReadParts(const ChunkGeometry& g, std::vector<Read>* reads);
 
-  // A new chunk to publish: its parts per layer, kept alive by `owner`.
+  // A new chunk to publish: its parts per layer (encoded with `codec`, each
+  // geometry.PartBytes(part, codec) long), kept alive by `owner`.
   struct Chunk {
     ChunkGeometry geometry;
     ContentKey key, parent;
     std::vector<int32_t> tokens;
+    KvCodec codec = KvCodec::kNone;
     std::vector<const void*> keys, values, probe;  // one per layer
     std::shared_ptr<const void> owner;
   };
@@ -114,6 +120,7 @@ class RemoteStore {
   std::unique_ptr<Pacer> pacer_;
   RemoteCounters counters_;
   std::unique_ptr<Connector> connector_;
+  std::atomic<bool> told_mismatch_{false};
   // The writer: a queue of batches, drained in order by one thread.
   std::mutex write_mu_;
   std::condition_variable write_cv_, drained_cv_;
@@ -122,8 +129,6 @@ class RemoteStore {
   std::thread writer_;
 };
 
-// Bytes of part 0..2 (keys, values, probe keys) of one chunk-layer.
-size_t PartBytes(const ChunkGeometry& g, int part);
 // Key names (exposed for tests and tools that inspect the cluster).
 std::string MarkerKeyName(const ContentKey& k);
 std::string PartKeyName(const ContentKey& k, int layer, int part);  // part 0..2: k, v, p

@@ -5,10 +5,6 @@
 
 namespace impress {
 
-KvCodec ChunkCodec(KvCodec codec, int64_t index) {
-  return codec == KvCodec::kInt4 && index == 0 ? KvCodec::kInt8 : codec;
-}
-
 at::Tensor EncodePart(KvCodec codec, KvRole role, const at::Tensor& part) {
   const at::Tensor half = part.to(at::kCPU, at::kHalf).contiguous();
   const int t = static_cast<int>(half.size(0)), h = static_cast<int>(half.size(1)), d = static_cast<int>(half.size(2));

@@ -11,10 +11,6 @@
 
 namespace impress {
 
-// The codec of chunk `index` of a prefix stored with `codec`: int4 keeps the
-// first chunk (the attention sinks) at int8.
-KvCodec ChunkCodec(KvCodec codec, int64_t index);
-
 // One part [tokens, heads, dim] (any floating dtype; rounded to fp16 first)
 // as encoded bytes (uint8, EncodedBytes long).
 at::Tensor EncodePart(KvCodec codec, KvRole role, const at::Tensor& part);

@@ -249,6 +249,10 @@ const char* KvCodecName(KvCodec codec) {
   }
 }
 
+KvCodec ChunkCodec(KvCodec codec, int64_t index) {
+  return codec == KvCodec::kInt4 && index == 0 ? KvCodec::kInt8 : codec;
+}
+
 int Int4Group(int dim) { return dim % 32 == 0 ? 32 : dim; }
 
 size_t EncodedBytes(KvCodec codec, KvRole role, int tokens, int heads, int dim) {

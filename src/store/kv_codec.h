@@ -32,6 +32,10 @@ enum class KvRole : uint8_t { kKeys, kValues };
 StatusOr<KvCodec> ParseKvCodec(const std::string& name);
 const char* KvCodecName(KvCodec codec);
 
+// The codec of chunk `index` of a prefix stored with `codec`: int4 keeps the
+// first chunk (the attention sinks) at int8.
+KvCodec ChunkCodec(KvCodec codec, int64_t index);
+
 // Values per int4 value group along dim: 32 when dim is a multiple of 32, else dim.
 int Int4Group(int dim);
 // Bytes of one encoded part of tokens x heads x dim values (2 per value for kNone).
