@@ -151,7 +151,7 @@ def plot_codec(fig):
         grouped_bars(axes[i][0], sub, "system", "codec", "mb_below_gpu_per_request", f"MB below the GPU / request ({tier})")
         grouped_bars(axes[i][1], sub, "system", "codec", "ttft_mean_ms", f"mean TTFT ms ({tier})")
     for ax in axes.flat:
-        ax.tick_params(axis="x", labelsize=7)
+        ax.tick_params(axis="x", labelsize=7, labelrotation=12)
     return f
 
 

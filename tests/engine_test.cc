@@ -51,6 +51,24 @@ class ReuseTest : public testing::ModelStoreTest {
     EXPECT_NE(at.error.find(why), std::string::npos) << at.error;
     EXPECT_LE((*got - *want).abs().max().item<double>(), 1e-4);
   }
+  // What a codec store serves `ctx` with its first 64 tokens (4 chunks of
+  // 16) stored: the context's KV computed whole, those positions put
+  // through the codec chunk by chunk, the rest computed over them; the
+  // last token's log-probabilities.
+  at::Tensor CodecReference(KvCodec codec, const std::vector<int32_t>& ctx) {
+    const int layers = model_->config().num_layers;
+    DenseKvCache ref(layers);
+    model_->Forward(ctx, 0, ref);
+    for (int l = 0; l < layers; ++l) RoundTripPrefix(codec, 16, 64, ref.keys(l), ref.values(l));
+    ref.Truncate(64);
+    return at::log_softmax(model_->Forward(std::vector<int32_t>(ctx.begin() + 64, ctx.end()), 64, ref)[0], -1).cpu();
+  }
+  // Bytes of the keys and values of a 4-chunk prefix's chunk layers stored with `codec`.
+  static int64_t EncodedPrefixBytes(const ChunkGeometry& g, KvCodec codec) {
+    const KvCodec first = ChunkCodec(codec, 0);
+    return g.layers * static_cast<int64_t>(g.PartBytes(0, first) + g.PartBytes(1, first) +
+                                           3 * (g.PartBytes(0, codec) + g.PartBytes(1, codec)));
+  }
   // Stores a 160-token prefix with `as` in a fresh store whose caches hold
   // nothing (every load reads the disk), then runs `sys` on it plus 12 tokens.
   at::Tensor OnStoredPrefix(const System& sys, RequestTrace* t, const RequestOptions& ro = {}) {
@@ -197,20 +215,8 @@ TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
     auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &second);
     ASSERT_TRUE(got.ok()) << got.status().message();
     EXPECT_EQ(second.reused_tokens, 64);
-    // The reference: the context's KV computed whole, its first 64 positions
-    // put through the codec chunk by chunk, the rest computed over them.
-    DenseKvCache ref(layers);
-    model_->Forward(ctx, 0, ref);
-    for (int l = 0; l < layers; ++l) RoundTripPrefix(codec, 16, 64, ref.keys(l), ref.values(l));
-    ref.Truncate(64);
-    at::Tensor want =
-        at::log_softmax(model_->Forward(std::vector<int32_t>(ctx.begin() + 64, ctx.end()), 64, ref)[0], -1).cpu();
-    EXPECT_LE((*got - want).abs().max().item<double>(), 1e-4);
-    const ChunkGeometry& g = (*store)->geometry();
-    const KvCodec first_codec = ChunkCodec(codec, 0);
-    const int64_t per_layer = static_cast<int64_t>(g.PartBytes(0, first_codec) + g.PartBytes(1, first_codec) +
-                                                   3 * (g.PartBytes(0, codec) + g.PartBytes(1, codec)));
-    EXPECT_EQ(second.load.bytes[2], layers * per_layer);
+    EXPECT_LE((*got - CodecReference(codec, ctx)).abs().max().item<double>(), 1e-4);
+    EXPECT_EQ(second.load.bytes[2], EncodedPrefixBytes((*store)->geometry(), codec));
     store->reset();
     PrefixStoreOptions other = o;
     other.kv_codec = codec == KvCodec::kInt8 ? KvCodec::kInt4 : KvCodec::kInt8;
@@ -237,18 +243,10 @@ TEST_P(ReuseTest, TheCpuTierHoldsEncodedChunks) {
     o.kv_codec = codec;
     o.tiers.levels = GpuCpuLevels(0, 0);
     ChunkGeometry g = (*PrefixStore::Open(*model_, o))->geometry();
-    const KvCodec first_codec = ChunkCodec(codec, 0);
-    const int64_t encoded = layers * static_cast<int64_t>(g.PartBytes(0, first_codec) + g.PartBytes(1, first_codec) +
-                                                          3 * (g.PartBytes(0, codec) + g.PartBytes(1, codec)));
+    const int64_t encoded = EncodedPrefixBytes(g, codec);
     const int64_t decoded = layers * 4 * static_cast<int64_t>(2 * g.KvBytes());
     ASSERT_LT(encoded, decoded / 3 * 2);
-    // The reference: the codec's round trip of the stored chunks, as the disk serves them.
-    DenseKvCache ref(layers);
-    model_->Forward(ctx, 0, ref);
-    for (int l = 0; l < layers; ++l) RoundTripPrefix(codec, 16, 64, ref.keys(l), ref.values(l));
-    ref.Truncate(64);
-    at::Tensor want =
-        at::log_softmax(model_->Forward(std::vector<int32_t>(ctx.begin() + 64, ctx.end()), 64, ref)[0], -1).cpu();
+    const at::Tensor want = CodecReference(codec, ctx);  // as the disk serves the stored chunks
     for (int64_t gpu : {int64_t{0}, static_cast<int64_t>(4 * 2 * g.KvBytes())}) {
       SCOPED_TRACE(gpu);
       TempDir d2;

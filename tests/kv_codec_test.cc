@@ -73,18 +73,20 @@ void ExpectMatchesReference(KvCodec c, KvRole r, int tokens, int heads, int dim)
   const at::Tensor x = Sample(tokens, heads, dim, tokens + heads + dim);
   const std::vector<uint8_t> bytes = Encode(c, r, x);
   const at::Tensor got = Decode(c, r, bytes, x);
-  const Reference ref = c == KvCodec::kInt8 ? Int8Reference(x) : Int4Reference(x, r);
+  // k8v4 is int8 keys and int4 values: the same references.
+  const bool int8 = c == KvCodec::kInt8 || (c == KvCodec::kK8V4 && r == KvRole::kKeys);
+  const Reference ref = int8 ? Int8Reference(x) : Int4Reference(x, r);
   EXPECT_TRUE(got.equal(ref.decoded))  // as values: a rounded -0 and a 0 are one
       << "max diff " << (got.to(at::kFloat) - ref.decoded.to(at::kFloat)).abs().max().item<float>();
   const at::Tensor err = (got.to(at::kFloat) - x.to(at::kFloat)).abs();
   EXPECT_TRUE((err <= ref.bound).all().item<bool>()) << "worst excess " << (err - ref.bound).max().item<float>();
   // A constant key channel (int4: a zero scale) and a zero row (int8) decode exactly.
-  if (c == KvCodec::kInt4 && r == KvRole::kKeys) EXPECT_TRUE(got.select(2, 3).equal(x.select(2, 3))) << "constant channel";
-  if (c == KvCodec::kInt8) EXPECT_TRUE(got.select(0, 1).equal(x.select(0, 1))) << "zero row";
+  if (!int8 && r == KvRole::kKeys) EXPECT_TRUE(got.select(2, 3).equal(x.select(2, 3))) << "constant channel";
+  if (int8) EXPECT_TRUE(got.select(0, 1).equal(x.select(0, 1))) << "zero row";
 }
 
 TEST(KvCodec, MatchesThePytorchReference) {
-  for (KvCodec c : {KvCodec::kInt8, KvCodec::kInt4})
+  for (KvCodec c : {KvCodec::kInt8, KvCodec::kInt4, KvCodec::kK8V4})
     for (KvRole r : {KvRole::kKeys, KvRole::kValues}) {
       ExpectMatchesReference(c, r, 64, 3, 64);  // SmolLM2's chunk part
       ExpectMatchesReference(c, r, 16, 2, 8);   // a tiny fixture's: int4 values group the whole head
@@ -98,6 +100,10 @@ TEST(KvCodec, EncodedSizes) {
   EXPECT_EQ(EncodedBytes(KvCodec::kInt8, KvRole::kKeys, 64, 3, 64), 12288u + 384u);  // 1.94x
   EXPECT_EQ(EncodedBytes(KvCodec::kInt4, KvRole::kKeys, 64, 3, 64), 6144u + 768u);   // 3.56x
   EXPECT_EQ(EncodedBytes(KvCodec::kInt4, KvRole::kValues, 64, 3, 64), 6144u + 1536u);  // 3.2x
+  EXPECT_EQ(EncodedBytes(KvCodec::kK8V4, KvRole::kKeys, 64, 3, 64), 12288u + 384u);   // int8 keys
+  EXPECT_EQ(EncodedBytes(KvCodec::kK8V4, KvRole::kValues, 64, 3, 64), 6144u + 1536u);  // int4 values
+  for (KvCodec c : {KvCodec::kInt4, KvCodec::kK8V4}) EXPECT_EQ(ChunkCodec(c, 0), KvCodec::kInt8);  // attention sinks
+  EXPECT_EQ(ChunkCodec(KvCodec::kK8V4, 1), KvCodec::kK8V4);
 }
 
 TEST(KvCodec, HalfConversionsMatchTorch) {
@@ -123,7 +129,8 @@ TEST(KvCodec, NamesAndErrors) {
   EXPECT_EQ(*ParseKvCodec("fp16"), KvCodec::kNone);
   auto bad = ParseKvCodec("int3");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "--kv-codec: unknown 'int3' (fp16, int8, int4)");
+  EXPECT_EQ(bad.status().message(), "--kv-codec: unknown 'int3' (fp16, int8, int4, k8v4)");
+  for (const std::string& name : KvCodecNames()) EXPECT_EQ(KvCodecName(*ParseKvCodec(name)), name);
 }
 
 }  // namespace

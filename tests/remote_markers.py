@@ -11,14 +11,7 @@ Usage: remote_markers.py FROM_CODEC TO_CODEC PORT... (codec bytes: 0 fp16,
 import socket
 import sys
 
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
+from store_files import crc32c
 
 
 class Resp:

@@ -6,6 +6,16 @@ import json
 import struct
 
 
+def crc32c(data):
+    """CRC-32C (Castagnoli), as store/crc32c.h computes it."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
 def records(store):
     """[(byte offset, record JSON)] of every record of STORE/log, in order."""
     log = open(f"{store}/log", "rb").read()

@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "select/probe_heads.h"
+#include "store/kv_codec.h"
 
 namespace impress {
 namespace {
@@ -94,8 +95,8 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--chunk", c->chunk, "tokens per chunk the chunk ITF unit selects (the prefix cut as a store cuts it)")
       ->check(PositiveNumber());
   cmd->add_option("--kv-codec", c->kv_codec,
-                  "the prefix's whole chunks as a store with this codec serves them: fp16 (as computed), int8, int4")
-      ->check(CLI::IsMember({"fp16", "int8", "int4"}));
+                  "the prefix's whole chunks as a store with this codec serves them: fp16 (as computed), int8, int4, k8v4")
+      ->check(CLI::IsMember(KvCodecNames()));
   cmd->add_option("--seed", c->seed, "seed of the few-shot sample");
   cmd->add_option("--data", c->data, "folder with <task>/<split>.jsonl (make data)");
   cmd->add_option("--json", o->json_path, "write the results as JSON ({\"sweep\": [...]} when a list sweeps)");

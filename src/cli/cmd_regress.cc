@@ -9,6 +9,7 @@
 #include "experiment/regression.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "store/kv_codec.h"
 
 namespace impress {
 namespace {
@@ -79,9 +80,9 @@ void AddRegressCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--data", o->data, "folder with <task>/<split>.jsonl (make data)");
   cmd->add_flag("--update", o->update, "rewrite --expected from this run (keeps its config and tolerances)");
   cmd->add_option("--kv-codec", o->kv_codec,
-                  "score with the prefix KV a store with this codec serves (fp16, int8, int4), in place of the "
+                  "score with the prefix KV a store with this codec serves (fp16, int8, int4, k8v4), in place of the "
                   "expected file's config.kv_codec (fp16 when it has none)")
-      ->check(CLI::IsMember({"fp16", "int8", "int4"}));
+      ->check(CLI::IsMember(KvCodecNames()));
   AddRuntimeFlags(cmd, &o->runtime);
   commands->push_back({cmd, [o] { return RunRegress(*o); }});
 }

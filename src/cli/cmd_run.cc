@@ -14,6 +14,7 @@
 #include "model/tokenizer.h"
 #include "select/probe_heads.h"
 #include "select/selector.h"
+#include "store/kv_codec.h"
 
 namespace impress {
 namespace {
@@ -122,9 +123,9 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
       ->check(CLI::IsMember(PolicyNames()));
   cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
   cmd->add_option("--kv-codec", c->kv_codec,
-                  "how the disk stores chunk parts: fp16 (as they are), int8 or int4 (docs/store.md); a store keeps the "
+                  "how the disk stores chunk parts: fp16 (as they are), int8, int4 or k8v4 (docs/store.md); a store keeps the "
                   "codec it was made with")
-      ->check(CLI::IsMember({"fp16", "int8", "int4"}));
+      ->check(CLI::IsMember(KvCodecNames()));
   cmd->add_option("--mean", c->mean, "centre of the prefix choice, fraction of the pool");
   cmd->add_option("--spread", c->spread, "standard deviation of the prefix choice, fraction of the pool");
   cmd->add_option("--seed", c->seed, "seed of the pool and the stream");

@@ -15,6 +15,7 @@
 #include "remote/remote_store.h"
 #include "select/probe_heads.h"
 #include "store/chunk_store.h"
+#include "store/kv_codec.h"
 
 namespace impress {
 namespace {
@@ -215,7 +216,7 @@ void AddStoreCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--kv-dtype", o->kv_dtype, "repair with --model: the stored KV dtype")
       ->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
   cmd->add_option("--kv-codec", o->kv_codec, "repair with --model: how the store encodes chunk parts")
-      ->check(CLI::IsMember({"fp16", "int8", "int4"}));
+      ->check(CLI::IsMember(KvCodecNames()));
   cmd->add_option("--probe-layout", o->probe_layout, "repair with --model: first or spread");
   commands->push_back({cmd, [o] { return RunStore(*o); }});
 }

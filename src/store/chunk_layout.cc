@@ -41,7 +41,7 @@ size_t ChunkGeometry::PartBytes(int part, KvCodec c) const {
 }
 
 size_t ChunkGeometry::MaxPartBytes(int part) const {
-  return std::max(PartBytes(part, codec), PartBytes(part, codec == KvCodec::kInt4 ? KvCodec::kInt8 : codec));
+  return std::max(PartBytes(part, codec), PartBytes(part, ChunkCodec(codec, 0)));  // a prefix's first chunk may differ
 }
 
 size_t ChunkGeometry::PartStride(int part, KvCodec c) const { return RoundUp(PartBytes(part, c)); }

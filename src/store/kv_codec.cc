@@ -232,32 +232,45 @@ void DecodeInt4(const Int4Layout& l, const uint8_t* src, float* x) {
   }
 }
 
+// The codec one part is encoded with: k8v4's keys are int8, its values int4.
+KvCodec PartCodec(KvCodec codec, KvRole role) {
+  if (codec != KvCodec::kK8V4) return codec;
+  return role == KvRole::kKeys ? KvCodec::kInt8 : KvCodec::kInt4;
+}
+
 }  // namespace
+
+const std::vector<std::string>& KvCodecNames() {
+  static const std::vector<std::string> names = {"fp16", "int8", "int4", "k8v4"};
+  return names;
+}
 
 StatusOr<KvCodec> ParseKvCodec(const std::string& name) {
   if (name == "fp16" || name == "none") return KvCodec::kNone;
   if (name == "int8") return KvCodec::kInt8;
   if (name == "int4") return KvCodec::kInt4;
-  return Status::InvalidArgument("--kv-codec: unknown '" + name + "' (fp16, int8, int4)");
+  if (name == "k8v4") return KvCodec::kK8V4;
+  return Status::InvalidArgument("--kv-codec: unknown '" + name + "' (fp16, int8, int4, k8v4)");
 }
 
 const char* KvCodecName(KvCodec codec) {
   switch (codec) {
     case KvCodec::kInt8: return "int8";
     case KvCodec::kInt4: return "int4";
+    case KvCodec::kK8V4: return "k8v4";
     default: return "fp16";
   }
 }
 
 KvCodec ChunkCodec(KvCodec codec, int64_t index) {
-  return codec == KvCodec::kInt4 && index == 0 ? KvCodec::kInt8 : codec;
+  return (codec == KvCodec::kInt4 || codec == KvCodec::kK8V4) && index == 0 ? KvCodec::kInt8 : codec;
 }
 
 int Int4Group(int dim) { return dim % 32 == 0 ? 32 : dim; }
 
 size_t EncodedBytes(KvCodec codec, KvRole role, int tokens, int heads, int dim) {
   const size_t n = static_cast<size_t>(tokens) * heads * dim;
-  switch (codec) {
+  switch (PartCodec(codec, role)) {
     case KvCodec::kInt8: return n + 2 * static_cast<size_t>(tokens) * heads;
     case KvCodec::kInt4: return n / 2 + 2 * 2 * Layout(role, tokens, heads, dim).groups;
     default: return 2 * n;
@@ -268,6 +281,7 @@ float HalfToFloat(uint16_t h) { return HalfToFloatScalar(h); }
 uint16_t FloatToHalf(float f) { return FloatToHalfScalar(f); }
 
 void EncodeKv(KvCodec codec, KvRole role, const uint16_t* src, int tokens, int heads, int dim, uint8_t* dst) {
+  codec = PartCodec(codec, role);
   const size_t n = static_cast<size_t>(tokens) * heads * dim;
   if (codec == KvCodec::kNone) {
     std::memcpy(dst, src, 2 * n);
@@ -280,6 +294,7 @@ void EncodeKv(KvCodec codec, KvRole role, const uint16_t* src, int tokens, int h
 }
 
 void DecodeKv(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int heads, int dim, uint16_t* dst) {
+  codec = PartCodec(codec, role);
   const size_t n = static_cast<size_t>(tokens) * heads * dim;
   if (codec == KvCodec::kNone) {
     std::memcpy(dst, src, 2 * n);

@@ -11,6 +11,9 @@
 //         then the scales [heads][dim], then the zeros.
 //   int4 values: the same per token in groups of Int4Group(dim) along dim;
 //         scales and zeros [tokens][heads][dim / group].
+//   k8v4: keys (and the probe copy) as int8, values as int4: the fallback
+//         where int4 keys cost accuracy (keys steer attention, and with it
+//         what a selection keeps).
 // round is to nearest, ties to even (torch.round); a zero scale gives q = 0.
 // Decoding computes q * s (int8) or q * scale + zero (int4) in fp32 and
 // rounds to fp16.
@@ -19,21 +22,24 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
 namespace impress {
 
-enum class KvCodec : uint8_t { kNone, kInt8, kInt4 };
+enum class KvCodec : uint8_t { kNone, kInt8, kInt4, kK8V4 };
 // Keys (and their probe copy) or values: int4 groups them differently.
 enum class KvRole : uint8_t { kKeys, kValues };
 
-// "fp16" (none), "int8", "int4"; the error names the flag's choices.
+// "fp16" (none), "int8", "int4", "k8v4"; the error names the flag's choices.
 StatusOr<KvCodec> ParseKvCodec(const std::string& name);
 const char* KvCodecName(KvCodec codec);
+// The names ParseKvCodec takes (for the command line's checks), fp16 first.
+const std::vector<std::string>& KvCodecNames();
 
-// The codec of chunk `index` of a prefix stored with `codec`: int4 keeps the
-// first chunk (the attention sinks) at int8.
+// The codec of chunk `index` of a prefix stored with `codec`: the codecs
+// with int4 parts keep the first chunk (the attention sinks) at int8.
 KvCodec ChunkCodec(KvCodec codec, int64_t index);
 
 // Values per int4 value group along dim: 32 when dim is a multiple of 32, else dim.

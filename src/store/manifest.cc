@@ -56,7 +56,7 @@ StatusOr<StoreIdentity> ReadManifest(Env* env, const std::string& dir) {
                                 GetInteger<int>(g.at("probe_kv_heads")), GetInteger<int>(g.at("elem_bytes"))};
     if (g.contains("codec")) {
       StatusOr<KvCodec> c = ParseKvCodec(g.at("codec").get<std::string>());
-      if (!c.ok() || *c == KvCodec::kNone) throw std::invalid_argument("codec " + g.at("codec").dump() + " is not int8 or int4");
+      if (!c.ok() || *c == KvCodec::kNone) throw std::invalid_argument("codec " + g.at("codec").dump() + " is not int8, int4 or k8v4");
       id.geometry.codec = *c;
     }
     id.fingerprint = j.at("fingerprint").get<std::string>();

@@ -12,17 +12,11 @@ import argparse
 import json
 import os
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
+sys.path.insert(0, os.path.dirname(HERE))
+from store_files import crc32c  # noqa: E402
 
 
 def write(target, name, data: bytes):
