@@ -16,7 +16,7 @@ OMP_NUM_THREADS=1 "$bin" reproduce all --model "$(model tiny-llama-gqa)" --model
 python3 - "$tmp/figs" $("$bin" reproduce --list) <<'PY'
 import csv, json, os, sys
 d, names = sys.argv[1], sys.argv[2:]
-assert len(names) == 16, names
+assert len(names) == 17, names
 for n in names:
     j = json.load(open(os.path.join(d, n + ".json")))
     assert j["name"] == n and j["rows"], n
@@ -37,6 +37,14 @@ for r in f15["rows"]:  # keeping every token is full reuse: recomp's accuracy an
         assert r[3] == r[2] and r[4] == r[2] and r[6] == 1 and r[7] == 1, r
 f25 = json.load(open(os.path.join(d, "fig25.json")))
 assert len({r[0] for r in f25["rows"]}) == 2, "fig25: one group per model"
+codec = json.load(open(os.path.join(d, "codec.json")))
+ci = {c: i for i, c in enumerate(codec["column_ids"])}
+points = {(r[ci["system"]], r[ci["itf_unit"]]) for r in codec["rows"]}
+assert len(points) == 6 and len(codec["rows"]) == 3 * 6, "codec: every point at fp16, int8 and int4 on the disk"
+for r in codec["rows"]:  # at this scale the GPU tier may hold everything: nothing below it
+    assert r[ci["slow_tier"]] == "disk" and r[ci["mb_below_gpu_per_request"]] >= 0, r
+    if r[ci["codec"]] == "fp16" and r[ci["mb_below_gpu_per_request"]] > 0:
+        assert r[ci["fp16_over_codec_bytes"]] == 1, r
 print(f"{len(names)} figures checked")
 PY
 # The spread probe layout: its own store folder, and the command says so.
@@ -53,5 +61,5 @@ for n in ("fig19", "fig15"):
 PY
 python3 "$plot" "$tmp/figs" >/dev/null
 n=$(ls "$tmp/figs"/*.png | wc -l)
-[ "$n" -eq 16 ] || { echo "plot.py drew $n of 16 figures"; exit 1; }
-echo "reproduce_smoke: 16 figures written and drawn"
+[ "$n" -eq 17 ] || { echo "plot.py drew $n of 17 figures"; exit 1; }
+echo "reproduce_smoke: 17 figures written and drawn"
