@@ -123,13 +123,16 @@ PY
 "$bin" store verify --store "$tmp/a" --remote "$url" | tee "$tmp/verify.log"
 grep -qE "verify --remote: ([0-9]+) of \1 chunks in the cluster, [0-9]+ chunk layers match their checksums, 0 missing" "$tmp/verify.log"
 
-# original_part LAYER PART: "PORT KEY" of a part of a chunk of the pool (whose
-# marker holds its 64 tokens and codec: 4 + 16 + 256 + 1 bytes), not of a reordered copy.
+# original_part LAYER PART: "PORT KEY" of a part of a float16 chunk of the pool
+# (its marker holds 64 tokens and codec 0: 4 + 16 + 256 + 1 bytes, the last 0),
+# not of a reordered copy, nor of 1c's int4 chunks.
 original_part() {
   local p m
   for p in $base $((base + 1)) $((base + 2)); do
     for m in $(redis-cli -p "$p" --scan --pattern 'imp:*:m'); do
-      [ "$(redis-cli -p "$p" strlen "$m")" -eq 277 ] && { echo "$p ${m%:m}:L$1:$2"; return; }
+      [ "$(redis-cli -p "$p" strlen "$m")" -eq 277 ] || continue
+      [ "$(redis-cli -p "$p" --raw getrange "$m" 276 276 | head -c1 | od -An -tu1 | tr -d ' \n')" = 0 ] || continue
+      echo "$p ${m%:m}:L$1:$2"; return
     done
   done
   echo "remote_tier: no chunk of the pool in the cluster" >&2; exit 1
