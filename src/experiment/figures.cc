@@ -113,10 +113,13 @@ std::vector<std::string> Figure::ids() const {
   return out;
 }
 
+std::string FigureRunner::StoreDir(const FigureModel& m, const RunConfig& c) const {
+  return store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
+         (c.probe_layout == "first" ? "" : "-" + c.probe_layout) + (c.kv_codec == "fp16" ? "" : "-" + c.kv_codec);
+}
+
 StatusOr<RunResults> FigureRunner::Run(const FigureModel& m, RunConfig c) {
-  if (c.store.empty())
-    c.store = store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
-              (c.probe_layout == "first" ? "" : "-" + c.probe_layout) + (c.kv_codec == "fp16" ? "" : "-" + c.kv_codec);
+  if (c.store.empty()) c.store = StoreDir(m, c);
   const std::string key = Key(m.dir, c).dump();
   auto it = runs_.find(key);
   if (it != runs_.end()) return it->second;
@@ -497,8 +500,7 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
 }
 
 StatusOr<RunResults> FigureRunner::FromCluster(RunConfig c) {
-  const std::string base = store_root_ + "/" + Base(models_[0].dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
-                           "-" + c.kv_codec + "-cluster";
+  const std::string base = StoreDir(models_[0], c) + "-cluster";
   RunConfig publish = c;
   publish.systems = {"as"};
   publish.requests = 1, publish.warmup = 0, publish.remote_bw = 0;

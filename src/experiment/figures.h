@@ -92,6 +92,8 @@ class FigureRunner {
   const FigureScale& scale() const { return scale_; }
 
  private:
+  // The store folder of `c` on model `m`: one per model, KV dtype, chunk size, probe layout and codec.
+  std::string StoreDir(const FigureModel& m, const RunConfig& c) const;
   StatusOr<RunResults> Run(const FigureModel& m, RunConfig c);
   StatusOr<nlohmann::ordered_json> Eval(const FigureModel& m, EvalConfig c);
   RunConfig BaseRun(const std::string& task) const;
