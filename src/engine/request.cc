@@ -20,6 +20,20 @@ class RequestObserver final : public SelectionObserver {
   RequestObserver(PrefixStore& store, const PrefixLease& lease, bool record, RequestTrace* trace,
                   SelectionObserver* also)
       : store_(store), lease_(lease), record_(record), trace_(trace), also_(also) {}
+  // Starts a layer's selection: the time to its first step's end is that step's.
+  void Mark() {
+    mark_ = Clock::now();
+    accounted_ = trace_->io_ms + trace_->gather_ms;
+  }
+  // Time since the last mark, less the reads and gathers in it, is importance
+  // when an importance step ends (and the method's deciding otherwise).
+  void OnStepEnd(int l, SelectStep step) override {
+    const auto now = Clock::now();
+    if (step == SelectStep::kImportance)
+      trace_->importance_ms += Ms(mark_, now) - (trace_->io_ms + trace_->gather_ms - accounted_);
+    Mark();
+    if (also_ != nullptr) also_->OnStepEnd(l, step);
+  }
   // Adds the importance to the history as a mean attention weight per token.
   void OnImportance(int l, const at::Tensor& imp, int64_t rows) override {
     if (record_) store_.RecordImportance(lease_, l, imp.sum(0) / static_cast<double>(imp.size(0) * rows));
@@ -36,6 +50,8 @@ class RequestObserver final : public SelectionObserver {
   bool record_;
   RequestTrace* trace_;
   SelectionObserver* also_;
+  Clock::time_point mark_;
+  double accounted_ = 0;  // io_ms + gather_ms at mark_
 };
 
 // A selection method over the store, layer by layer: takes the layer's
@@ -43,7 +59,8 @@ class RequestObserver final : public SelectionObserver {
 // layer's read-ahead, to overlap this layer's attention and MLP rather than
 // compete with its reads. Time in the method not spent reading (importance,
 // sets, gathers) counts as selection; reading, and waiting for a read-ahead,
-// as I/O. A failed read ends selection: the layer gets no prefix, and
+// as I/O; its parts are timed by the observer (importance), the source
+// (gathers) and here (the rest: deciding). A failed read ends selection: the layer gets no prefix, and
 // status() tells the caller, who recomputes.
 class StoreSelector {
  public:
@@ -57,16 +74,20 @@ class StoreSelector {
 
   SelectedPrefix operator()(const LayerQkv& qkv) {
     auto t0 = Clock::now();
-    const double io_before = trace_->io_ms;
+    const double io_before = trace_->io_ms, gather_before = trace_->gather_ms, importance_before = trace_->importance_ms;
     SelectedPrefix s;
     Status st = source_.Begin(qkv.layer);
     if (st.ok()) {
+      observer_.Mark();
       StatusOr<SelectedPrefix> r = method_->Select(qkv, source_, &observer_);
       if (r.ok()) s = *std::move(r);
       else st = r.status();
     }
     if (!st.ok() && status_.ok()) status_ = st;
-    trace_->select_ms += Ms(t0, Clock::now()) - (trace_->io_ms - io_before);
+    const double select = Ms(t0, Clock::now()) - (trace_->io_ms - io_before);
+    trace_->select_ms += select;
+    trace_->decision_ms +=
+        select - (trace_->gather_ms - gather_before) - (trace_->importance_ms - importance_before);
     observer_.OnSelected(qkv.layer, s);
     if (status_.ok()) source_.Start(qkv.layer + 1);
     return s;

@@ -25,6 +25,11 @@ struct RequestTrace {
   double ttft_ms = 0;
   double io_ms = 0;        // time the layer loop waited for prefix KV (fetching from the tiers)
   double select_ms = 0;    // selection systems: importance, top-k, similarity, gathers
+  // select_ms in parts: computing importance (H2O's, the probe heads'),
+  // assembling chunks into tensors (stacking, token order, gathering the
+  // kept positions, casting), and deciding (top-k, the trust test, the
+  // agreed set, importance history: the rest).
+  double importance_ms = 0, gather_ms = 0, decision_ms = 0;
   double store_ms = 0;     // writing new chunks after the first token (not in TTFT)
   int64_t reused_tokens = 0;
   int64_t computed_tokens = 0;

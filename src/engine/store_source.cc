@@ -44,6 +44,19 @@ bool Missing(const ChunkParts& x, uint8_t what) {
          ((what & kProbeKeys) && !x.probe.defined() && !x.k.defined());
 }
 
+// Counts the time of a read call that is not I/O (assembling chunks into
+// tensors, indexing, casting) as the trace's gather_ms.
+class GatherTimer {
+ public:
+  explicit GatherTimer(RequestTrace* t) : trace_(t), t0_(Clock::now()), io0_(t->io_ms) {}
+  ~GatherTimer() { trace_->gather_ms += Ms(t0_, Clock::now()) - (trace_->io_ms - io0_); }
+
+ private:
+  RequestTrace* trace_;
+  Clock::time_point t0_;
+  double io0_;
+};
+
 }  // namespace
 
 StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLease& lease, ReadAhead ahead,
@@ -105,6 +118,7 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l) {
 }
 
 Status StoreSource::Begin(int l) {
+  GatherTimer timer(trace_);  // letting go of the last layer's tensors is the gathers' cost
   auto t0 = Clock::now();
   FirstRead r = first_reads_.Take(l);
   trace_->io_ms += Ms(t0, Clock::now());
@@ -152,11 +166,13 @@ at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor Chun
 }
 
 at::Tensor StoreSource::ChunkOf(int layer) {
+  GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
   return SlotsOf(lease_, layer, at::arange(tokens(), at::kLong)).div(store_.geometry().chunk_tokens, "floor");
 }
 
 Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
+  GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
   if (all_k_.defined()) {  // stacked by the read-ahead
     store_.reader().ObserveWhole(chunks_, layer);
@@ -175,6 +191,7 @@ Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
 }
 
 Status StoreSource::Keys(int layer, at::Tensor* k) {
+  GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
   const std::vector<int64_t> all = Every();
   RETURN_IF_ERROR(FetchSome(kKeys, all));
@@ -183,6 +200,7 @@ Status StoreSource::Keys(int layer, at::Tensor* k) {
 }
 
 Status StoreSource::ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) {
+  GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
   RETURN_IF_ERROR(FetchSome(kProbeKeys, Every()));
   // A chunk read for probing has the store's probe copy, which may hold more
@@ -194,6 +212,7 @@ Status StoreSource::ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) {
 }
 
 Status StoreSource::Values(int layer, const at::Tensor& used, at::Tensor* v) {
+  GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
   const int64_t c = store_.geometry().chunk_tokens;
   const at::Tensor slots = SlotsOf(lease_, layer, used);
@@ -212,6 +231,7 @@ Status StoreSource::Values(int layer, const at::Tensor& used, at::Tensor* v) {
 }
 
 Status StoreSource::Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) {
+  GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
   const int64_t c = store_.geometry().chunk_tokens;
   last_guess_.tokens = positions;

@@ -62,11 +62,17 @@ struct DeviceTimelineSection {
   std::vector<Layer> per_layer_mean;
 };
 
+// A request's mean selection time in parts (engine/request.h, RequestTrace).
+struct SelectParts {
+  double importance_ms = 0, decision_ms = 0, gather_ms = 0;
+};
+
 struct RunResult {
   std::string system;
   int requests = 0;
   TtftSummary ttft_ms;
   double io_ms_mean = 0, io_share = 0, select_ms_mean = 0;
+  SelectParts select_parts;
   TierCounts bytes_read;
   double hit_gpu = 0, hit_cpu = 0;  // of every chunk load
   int64_t chunks_read = 0, remote_chunks_read = 0;

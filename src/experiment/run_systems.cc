@@ -24,6 +24,7 @@ namespace {
 struct SystemRun {
   std::string system;
   std::vector<double> ttft, io, select;
+  double importance = 0, gather = 0, decision = 0;  // select's parts, summed
   std::vector<RequestRow> per_request;  // measured requests, in order (tails)
   TierCounts bytes, hits;
   int64_t chunk_loads = 0, disk_chunks = 0, remote_chunks = 0;
@@ -56,6 +57,7 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   ttft.push_back(t.ttft_ms);
   io.push_back(t.io_ms);
   select.push_back(t.select_ms);
+  importance += t.importance_ms, gather += t.gather_ms, decision += t.decision_ms;
   bytes += t.load.bytes;
   hits += t.load.hits;
   chunk_loads += t.load.chunks;
@@ -95,6 +97,7 @@ RunResult SystemRun::Summarize(int reorder_every) const {
   r.io_ms_mean = Mean(io);
   r.io_share = r.ttft_ms.mean > 0 ? r.io_ms_mean / r.ttft_ms.mean : 0;
   r.select_ms_mean = Mean(select);
+  if (n > 0) r.select_parts = {importance / n, decision / n, gather / n};
   r.bytes_read = bytes;
   r.hit_gpu = chunk_loads ? double(hits[Tier::kGpu]) / chunk_loads : 0;
   r.hit_cpu = chunk_loads ? double(hits[Tier::kCpu]) / chunk_loads : 0;
@@ -384,6 +387,19 @@ void PrintRunReport(const RunResults& result, std::FILE* out) {
                  r.io_share, r.select_ms_mean, b[Tier::kGpu] / 1e6, b[Tier::kCpu] / 1e6, b[Tier::kDisk] / 1e6,
                  r.hit_gpu, r.hit_cpu, static_cast<long long>(r.chunk_loads), static_cast<long long>(r.chunks_read),
                  r.kv_chunks_per_request, r.kv_hit_gpu, r.kept_share, r.fallback_share, r.acc);
+  }
+  // Selection time in its parts, for the systems that spend any.
+  bool selects = false;
+  for (const RunResult& r : result.runs) selects |= r.select_ms_mean > 0;
+  if (selects) {
+    std::fprintf(out, "\nselection per request (ms): importance, deciding (top-k, trust test, agreed set), gathering (chunks into tensors)\n");
+    std::fprintf(out, "| system | select ms | importance | decision | gather | select share of ttft |\n|---|---|---|---|---|---|\n");
+    for (const RunResult& r : result.runs) {
+      if (r.select_ms_mean <= 0) continue;
+      const SelectParts& p = r.select_parts;
+      std::fprintf(out, "| %s | %.1f | %.1f | %.1f | %.1f | %.3f |\n", r.system.c_str(), r.select_ms_mean, p.importance_ms,
+                   p.decision_ms, p.gather_ms, r.ttft_ms.mean > 0 ? r.select_ms_mean / r.ttft_ms.mean : 0.0);
+    }
   }
   // The remote tier: what each system read from it, its faults, and what
   // opening the store adopted from it instead of computing.

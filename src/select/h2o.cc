@@ -12,7 +12,10 @@ StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64
   SelectedPrefix s;
   RETURN_IF_ERROR(src.Keys(l, &s.kv.k));
   at::Tensor imp = PrefixImportance(qkv.q, s.kv.k, qkv.k, qkv.scale);  // [Hq, P]
-  if (observer != nullptr) observer->OnImportance(l, imp, qkv.q.size(1));
+  if (observer != nullptr) {
+    observer->OnStepEnd(l, SelectStep::kImportance);
+    observer->OnImportance(l, imp, qkv.q.size(1));
+  }
   const at::Tensor sets = TopKSets(imp, k);  // [Hq, k]
   s.used = std::get<0>(at::_unique(sets.flatten().cpu()));
   RETURN_IF_ERROR(src.Values(l, s.used, &s.kv.v));

@@ -42,9 +42,11 @@ class ItfMethod final : public RetainingMethod {
     at::Tensor probe_keys;
     RETURN_IF_ERROR(src.ProbeKeys(l, probe_kv, &probe_keys));
     const at::Tensor imp = ProbeImportance(opt_, qkv, probe_keys);
+    if (obs != nullptr) obs->OnStepEnd(l, SelectStep::kImportance);
     // The chunk unit ranks the chunks as the source stores them (reordered ones included).
     const ItfDecision d = opt_.unit == ItfUnit::kChunk ? DecideItf(imp, k, opt_.alpha, src.ChunkOf(l), src.chunks())
                                                        : DecideItf(imp, k, opt_.alpha);
+    if (obs != nullptr) obs->OnStepEnd(l, SelectStep::kDecision);
     SelectedPrefix s;
     if (!d.trusted) {
       ASSIGN_OR_RETURN(s, SelectH2O(qkv, src, k, obs));

@@ -53,11 +53,20 @@ class PrefixSource {
   virtual Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) = 0;
 };
 
+// The steps of a selection whose ends a method announces (OnStepEnd), so that
+// whoever times selection can tell computing importance from deciding on it.
+enum class SelectStep : uint8_t {
+  kImportance,  // importance of the prefix tokens is computed (H2O's or the probe heads')
+  kDecision,    // a decision on it is made (ITF's trust test), before any further importance
+};
+
 // What selections computed, for whoever keeps history or counts. Called on
 // the thread that runs the layer, in layer order.
 class SelectionObserver {
  public:
   virtual ~SelectionObserver() = default;
+  // `step` of layer `layer`'s selection has just ended.
+  virtual void OnStepEnd(int layer, SelectStep step) {}
   // Importance [H, P] (token order) of `rows` query rows that a selection
   // ranked by: H2O's over every query head, ITF's over the probe heads.
   virtual void OnImportance(int layer, const at::Tensor& importance, int64_t rows) {}
