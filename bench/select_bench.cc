@@ -4,15 +4,31 @@
 // disagree: ITF is measured trusted (alpha large: t near 0) and falling back
 // (alpha 0: t = 1), and its parts one by one.
 //
-//   impress_select_bench [--benchmark_filter=...]   (OMP_NUM_THREADS=1 for one core)
+// Then a real store layer (BM_Store*): the model's own queries (--model, by
+// default models/smollm2-135m; skipped when absent) over a stored 2048-token
+// prefix of PIQA text, every chunk in the GPU tier (no I/O), one request of T
+// new tokens per iteration; counters: microseconds per layer of selection and
+// of its parts as `run` reports them (importance, decision, gather).
+//
+//   impress_select_bench [--model DIR] [--benchmark_filter=...]   (OMP_NUM_THREADS=1 for one core)
 #include <benchmark/benchmark.h>
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <vector>
 
 #include "common/runtime.h"
+#include "engine/prefix_store.h"
+#include "engine/request.h"
+#include "engine/stack_chunks.h"
+#include "engine/systems.h"
 #include "model/attention.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
 #include "select/importance.h"
 #include "select/selector.h"
 
@@ -122,6 +138,28 @@ void BM_ItfAgreedSet(benchmark::State& state) {
         [k](const ProbeSets& p) { benchmark::DoNotOptimize(AgreedSet(p.sets, p.importance, k)); });
 }
 
+// Gathering: a 2048-token prefix in 32 cached chunks ([64, 3, 64] fp16)
+// into what the methods read, in fp32: the probe keys of KV head 0 (every
+// token), and the keys of k = 512 positions spread over the prefix.
+std::vector<at::Tensor> CachedChunks() {
+  at::manual_seed(2);
+  std::vector<at::Tensor> parts;
+  for (int64_t i = 0; i < kPrefix / 64; ++i) parts.push_back(at::randn({64, kHkv, kD}).to(at::kHalf));
+  return parts;
+}
+
+void BM_StackProbeKeys(benchmark::State& state) {
+  std::vector<at::Tensor> probe;
+  for (const at::Tensor& p : CachedChunks()) probe.push_back(p.narrow(1, 0, 1));
+  for (auto _ : state) benchmark::DoNotOptimize(StackChunkRows(probe, {}, at::kFloat));
+}
+
+void BM_GatherKeptKeys(benchmark::State& state) {
+  const std::vector<at::Tensor> parts = CachedChunks();
+  const at::Tensor rows = std::get<0>(at::randperm(kPrefix, at::kLong).narrow(0, 0, kPrefix / 4).sort());
+  for (auto _ : state) benchmark::DoNotOptimize(StackChunkRows(parts, rows, at::kFloat));
+}
+
 #define NEW_TOKENS Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_AttendFullPrefix)->NEW_TOKENS;
 BENCHMARK(BM_SelectH2O)->NEW_TOKENS;
@@ -132,13 +170,104 @@ BENCHMARK(BM_ItfProbeImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfTopKSets)->NEW_TOKENS;
 BENCHMARK(BM_ItfJaccard)->NEW_TOKENS;
 BENCHMARK(BM_ItfAgreedSet)->NEW_TOKENS;
+BENCHMARK(BM_StackProbeKeys)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GatherKeptKeys)->Unit(benchmark::kMicrosecond);
+
+// A prefix stored from the model's own KV, held in a GPU tier large enough
+// for all of it, and the context tokens that follow it.
+struct StoreFixture {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<PrefixStore> store;
+  std::vector<int32_t> tokens;  // kPrefix + 64
+};
+
+StatusOr<std::unique_ptr<StoreFixture>> MakeStoreFixture(const std::string& model_dir, const std::string& dir) {
+  auto f = std::make_unique<StoreFixture>();
+  ASSIGN_OR_RETURN(f->model, LoadModel(model_dir, LoadOptions{"cpu", "auto"}));
+  ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::FromFile(model_dir + "/tokenizer.json"));
+  std::ifstream in("data/piqa/train.jsonl");
+  if (!in) return Status::NotFound("data/piqa/train.jsonl: cannot open it (run from the repository root)");
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSIGN_OR_RETURN(f->tokens, tok->Encode(text.str().substr(0, 32 << 10)));
+  if (f->tokens.size() < kPrefix + 64) return Status::InvalidArgument("data/piqa/train.jsonl: too little text");
+  f->tokens.resize(kPrefix + 64);
+  std::filesystem::remove_all(dir);
+  PrefixStoreOptions o;
+  o.dir = dir;
+  o.tiers.levels = GpuCpuLevels(int64_t{1} << 30, 0);
+  ASSIGN_OR_RETURN(f->store, PrefixStore::Open(*f->model, o));
+  // The first request stores the prefix (and the GPU tier keeps it).
+  ASSIGN_OR_RETURN(System as, ParseSystem("as"));
+  RequestTrace trace;
+  std::unique_ptr<RewindableKv> kv;
+  RETURN_IF_ERROR(RunRequest(as, *f->model, f->store.get(), f->tokens, kPrefix, &kv, &trace).status());
+  return f;
+}
+
+// One request of state.range(0) new tokens through `system` per iteration.
+void BM_StoreSelect(benchmark::State& state, StoreFixture* f, const System& system) {
+  const std::vector<int32_t> ctx(f->tokens.begin(), f->tokens.begin() + kPrefix + state.range(0));
+  double select = 0, importance = 0, decision = 0, gather = 0, fallback = 0;
+  for (auto _ : state) {
+    RequestTrace t;
+    std::unique_ptr<RewindableKv> kv;
+    auto r = RunRequest(system, *f->model, f->store.get(), ctx, kPrefix, &kv, &t);
+    if (!r.ok() || t.reused_tokens != kPrefix) {
+      state.SkipWithError(r.ok() ? "the prefix was not reused" : r.status().message().c_str());
+      break;
+    }
+    select += t.select_ms, importance += t.importance_ms, decision += t.decision_ms, gather += t.gather_ms;
+    fallback += t.selection.FallbackShare();
+  }
+  const double per_layer_us = 1000.0 / f->model->config().num_layers;
+  auto avg = [](double v) { return benchmark::Counter(v, benchmark::Counter::kAvgIterations); };
+  state.counters["select_us"] = avg(select * per_layer_us);
+  state.counters["importance_us"] = avg(importance * per_layer_us);
+  state.counters["decision_us"] = avg(decision * per_layer_us);
+  state.counters["gather_us"] = avg(gather * per_layer_us);
+  state.counters["fallback"] = avg(fallback);
+}
+
+// Registers BM_Store* over the model in `model_dir`, when there is one.
+std::unique_ptr<StoreFixture> RegisterStoreBenchmarks(const std::string& model_dir) {
+  if (!std::filesystem::exists(model_dir + "/config.json")) {
+    std::cerr << "select_bench: no model in " << model_dir << ": the BM_Store benchmarks are skipped\n";
+    return nullptr;
+  }
+  auto f = MakeStoreFixture(model_dir, "build/bench_select_store");
+  if (!f.ok()) {
+    std::cerr << "select_bench: " << f.status().message() << "\n";
+    std::exit(1);
+  }
+  StoreFixture* fx = f->get();
+  const std::vector<std::pair<std::string, ItfUnit>> systems = {
+      {"as", ItfUnit::kToken}, {"h2o-lfu", ItfUnit::kToken}, {"impress-itf", ItfUnit::kToken},
+      {"impress-itf", ItfUnit::kChunk}};
+  for (const auto& [name, unit] : systems) {
+    System s = *ParseSystem(name, kRetention);
+    s.select.unit = unit;
+    const std::string label = "BM_Store/" + name + (name == "impress-itf" ? "/" + ItfUnitNames()[static_cast<int>(unit)] : "");
+    benchmark::RegisterBenchmark(label.c_str(), [fx, s](benchmark::State& st) { BM_StoreSelect(st, fx, s); })
+        ->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(12);
+  }
+  return std::move(*f);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   impress::TuneHostAllocator();  // as the impress executable does
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  std::string model_dir = "models/smollm2-135m";
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--model" && i + 1 < argc) model_dir = argv[++i];
+    else rest.push_back(argv[i]);
+  }
+  int n = static_cast<int>(rest.size());
+  benchmark::Initialize(&n, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;
+  auto fixture = RegisterStoreBenchmarks(model_dir);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -41,6 +41,37 @@ TEST(Select, ThresholdFollowsTheFormula) {
   EXPECT_DOUBLE_EQ(SimilarityThreshold(100, 100, 0.6), 1.0);
 }
 
+TEST(Select, TopKSetsMatchTopKAndKeepTheLowerIndexAmongTies) {
+  at::manual_seed(7);
+  for (int64_t p : {5, 64, 2048}) {
+    for (auto type : {at::kFloat, at::kDouble}) {
+      const at::Tensor imp = at::rand({9, p}, at::TensorOptions().dtype(type));
+      for (int64_t k : {int64_t{1}, p / 4 + 1, p}) {
+        // Reference: ATen's top-k, its indices sorted (random scores have no ties).
+        const at::Tensor want = std::get<0>(std::get<1>(imp.topk(k, 1)).sort(1));
+        EXPECT_TRUE(TopKSets(imp, k).equal(want)) << "p " << p << " k " << k;
+        // Half-precision scores tie often: the host path (float) and the
+        // path for other devices and dtypes (a stable sort, here on half) agree.
+        const at::Tensor half = imp.to(at::kHalf);
+        EXPECT_TRUE(TopKSets(half, k).equal(TopKSets(half.to(type), k))) << "p " << p << " k " << k;
+      }
+    }
+  }
+  // Ties at the k-th score: the lower indices, on both paths.
+  const at::Tensor tie = at::tensor({0.5, 0.9, 0.5, 0.1, 0.5}, at::kFloat).view({1, 5});
+  EXPECT_TRUE(TopKSets(tie, 2).equal(Idx({0, 1}).view({1, 2})));
+  EXPECT_TRUE(TopKSets(tie, 3).equal(Idx({0, 1, 2}).view({1, 3})));
+  EXPECT_TRUE(TopKSets(tie.to(at::kHalf), 3).equal(Idx({0, 1, 2}).view({1, 3})));
+}
+
+TEST(Select, SetsUnionIsTheSortedUnionAndEachRowsMask) {
+  const at::Tensor sets = at::stack({Idx({0, 3}), Idx({3, 5}), Idx({1, 3})});
+  at::Tensor used, mask;
+  SetsUnion(sets, 7, &used, &mask);
+  EXPECT_TRUE(used.equal(std::get<0>(at::_unique(sets.flatten()))));
+  EXPECT_TRUE(mask.equal(at::zeros({3, 7}, at::kBool).scatter_(1, sets, true)));
+}
+
 TEST(Select, AgreedSetRanksByVotesThenScore) {
   // Three probe heads over 6 tokens, k = 2.
   at::Tensor imp = at::tensor({0.9, 0.8, 0.1, 0.0, 0.3, 0.0,     // head 0 picks {0, 1}

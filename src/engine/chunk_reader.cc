@@ -6,6 +6,7 @@
 
 #include "common/status.h"
 #include "engine/chunk_codec.h"
+#include "engine/stack_chunks.h"
 
 namespace impress {
 
@@ -130,13 +131,14 @@ void ChunkReader::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {
   cache_->Observe(shares);
 }
 
-at::Tensor ChunkReader::StackChunks(const std::vector<at::Tensor>& parts) const {
+at::Tensor ChunkReader::StackChunks(const std::vector<at::Tensor>& parts, const at::Tensor& rows, int64_t heads) const {
   std::vector<at::Tensor> on;
+  on.reserve(parts.size());
   for (const auto& p : parts) {
     stream_->HandOver(p);  // a cached chunk may be made and freed on other streams
-    on.push_back(p.to(opt_.device, /*non_blocking=*/p.is_pinned()));
+    on.push_back(p.device() == opt_.device ? p : p.to(opt_.device, /*non_blocking=*/p.is_pinned()));
   }
-  return at::cat(on, 0).transpose(0, 1).to(opt_.compute_type).contiguous();
+  return StackChunkRows(on, rows, opt_.compute_type, heads);
 }
 
 }  // namespace impress

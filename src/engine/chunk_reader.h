@@ -69,9 +69,11 @@ class ChunkReader {
   // Tells the score policy that every token of `chunks` was used (no effect
   // under LRU and LFU). Every load that is not a selection reports this way.
   void ObserveWhole(const std::vector<uint64_t>& chunks, int layer);
-  // Chunk parts [C, heads, d] in token order -> [heads, n*C, d] on the
-  // model's device and in its dtype.
-  at::Tensor StackChunks(const std::vector<at::Tensor>& parts) const;
+  // Chunk parts [C, H, d] in token order -> [H, n*C, d] on the model's
+  // device and in its dtype; with `rows` (int64, host or device) the rows of
+  // the concatenation they name, in their order: [H, rows, d]; with `heads`
+  // only heads 0..heads-1 (engine/stack_chunks.h).
+  at::Tensor StackChunks(const std::vector<at::Tensor>& parts, const at::Tensor& rows = {}, int64_t heads = 0) const;
   // Reads `reads` from the backends: each from the first that holds it (the
   // last takes what none holds, and reports it). `tiers`, when given, gets
   // each read's tier.

@@ -108,11 +108,18 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l) {
     for (ChunkParts& p : r.parts)
       for (at::Tensor* t : {&p.k, &p.v, &p.probe})
         if (t->defined() && !t->is_cuda()) *t = t->to(dev, /*non_blocking=*/t->is_pinned());
-  if (r.status.ok() && first_parts_ == (kKeys | kValues) && !chunks_.empty()) {
+  // What every layer reads first is also stacked here, in token order, so
+  // that the layer finds it ready: keys and values, keys, or the probe keys
+  // (of a chunk read whole, its first probe heads' keys).
+  if (r.status.ok() && !chunks_.empty()) {
     std::vector<at::Tensor> ks, vs;
-    for (const ChunkParts& p : r.parts) ks.push_back(p.k), vs.push_back(p.v);
-    r.k = impress::ToTokenOrder(lease_, l, store_.reader().StackChunks(ks));
-    r.v = impress::ToTokenOrder(lease_, l, store_.reader().StackChunks(vs));
+    for (const ChunkParts& p : r.parts) {
+      ks.push_back(first_parts_ == kProbeKeys && p.probe.defined() ? p.probe : p.k);
+      if (first_parts_ & kValues) vs.push_back(p.v);
+    }
+    const int64_t heads = first_parts_ == kProbeKeys ? store_.geometry().probe_kv_heads : 0;
+    r.k = store_.reader().StackChunks(ks, TokenOrder(l), heads);
+    if (!vs.empty()) r.v = store_.reader().StackChunks(vs, TokenOrder(l));
   }
   return r;
 }
@@ -159,11 +166,14 @@ Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>& which) {
   return Status::OK();
 }
 
-at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part) const {
+at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part,
+                              const at::Tensor& rows) const {
   std::vector<at::Tensor> xs;
   for (int64_t i : which) xs.push_back(parts_[i].*part);
-  return store_.reader().StackChunks(xs);
+  return store_.reader().StackChunks(xs, rows);
 }
+
+at::Tensor StoreSource::TokenOrder(int l) const { return lease_.reordered() ? lease_.slot_of[l] : at::Tensor(); }
 
 at::Tensor StoreSource::ChunkOf(int layer) {
   GatherTimer timer(trace_);
@@ -174,7 +184,7 @@ at::Tensor StoreSource::ChunkOf(int layer) {
 Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
   GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
-  if (all_k_.defined()) {  // stacked by the read-ahead
+  if (all_k_.defined() && all_v_.defined()) {  // stacked by the read-ahead
     store_.reader().ObserveWhole(chunks_, layer);
     store_.load_stream().HandOver(all_k_);  // made on the load stream
     store_.load_stream().HandOver(all_v_);
@@ -185,29 +195,39 @@ Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
   const std::vector<int64_t> all = Every();
   RETURN_IF_ERROR(FetchSome(kKeys | kValues, all));
   store_.reader().ObserveWhole(chunks_, layer);
-  *k = ToTokenOrder(Stack(all, &ChunkParts::k));
-  *v = ToTokenOrder(Stack(all, &ChunkParts::v));
+  *k = Stack(all, &ChunkParts::k, TokenOrder(layer));
+  *v = Stack(all, &ChunkParts::v, TokenOrder(layer));
   return Status::OK();
 }
 
 Status StoreSource::Keys(int layer, at::Tensor* k) {
   GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
+  if (first_parts_ == kKeys && all_k_.defined()) {  // stacked by the read-ahead
+    store_.load_stream().HandOver(all_k_);
+    *k = all_k_;
+    return Status::OK();
+  }
   const std::vector<int64_t> all = Every();
   RETURN_IF_ERROR(FetchSome(kKeys, all));
-  *k = ToTokenOrder(Stack(all, &ChunkParts::k));
+  *k = Stack(all, &ChunkParts::k, TokenOrder(layer));
   return Status::OK();
 }
 
 Status StoreSource::ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) {
   GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
+  if (first_parts_ == kProbeKeys && all_k_.defined() && kv_heads <= all_k_.size(0)) {  // stacked by the read-ahead
+    store_.load_stream().HandOver(all_k_);
+    *k = all_k_.narrow(0, 0, kv_heads);
+    return Status::OK();
+  }
   RETURN_IF_ERROR(FetchSome(kProbeKeys, Every()));
   // A chunk read for probing has the store's probe copy, which may hold more
   // KV heads than asked; a cached or guessed one has all its keys.
   std::vector<at::Tensor> pk;
-  for (auto& x : parts_) pk.push_back((x.probe.defined() ? x.probe : x.k).narrow(1, 0, kv_heads));
-  *k = ToTokenOrder(store_.reader().StackChunks(pk));
+  for (auto& x : parts_) pk.push_back(x.probe.defined() ? x.probe : x.k);
+  *k = store_.reader().StackChunks(pk, TokenOrder(layer), kv_heads);
   return Status::OK();
 }
 
@@ -219,14 +239,17 @@ Status StoreSource::Values(int layer, const at::Tensor& used, at::Tensor* v) {
   const std::vector<int64_t> need = ChunksOf(slots, c);
   RETURN_IF_ERROR(FetchSome(kValues, need));
   CountImportant(slots, need);
-  // Values of chunks holding no used position stay zero: no head attends to them.
-  const ChunkGeometry& g = store_.geometry();
+  // Values of chunks holding no used position stay zero (made on the device,
+  // in the stored dtype): no head attends to them.
+  at::Tensor zero;
+  for (const ChunkParts& x : parts_)
+    if (x.v.defined()) {
+      zero = at::zeros(x.v.sizes(), at::TensorOptions().dtype(x.v.scalar_type()).device(model_.device()));
+      break;
+    }
   std::vector<at::Tensor> vs;
-  for (auto& x : parts_)
-    vs.push_back(x.v.defined() ? x.v
-                 : x.k.defined() ? at::zeros_like(x.k)
-                                 : at::zeros({g.chunk_tokens, g.kv_heads, g.head_dim}));
-  *v = ToTokenOrder(store_.reader().StackChunks(vs));
+  for (const ChunkParts& x : parts_) vs.push_back(x.v.defined() ? x.v : zero);
+  *v = store_.reader().StackChunks(vs, TokenOrder(layer));
   return Status::OK();
 }
 
@@ -241,8 +264,8 @@ Status StoreSource::Gather(int layer, const at::Tensor& positions, at::Tensor* k
   RETURN_IF_ERROR(FetchSome(kKeys | kValues, need));
   CountImportant(slots, need);
   const at::Tensor local = LocalIndex(slots, need, c, model_.device());
-  *k = Stack(need, &ChunkParts::k).index_select(1, local);
-  *v = Stack(need, &ChunkParts::v).index_select(1, local);
+  *k = Stack(need, &ChunkParts::k, local);
+  *v = Stack(need, &ChunkParts::v, local);
   return Status::OK();
 }
 

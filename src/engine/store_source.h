@@ -4,9 +4,9 @@
 // Around the method it adds what only a store needs:
 //  - read-ahead: layer l's query-independent part (the method's ReadAhead:
 //    keys, probe keys, or everything) is read on another thread while layer
-//    l-1 computes (Start), and taken when layer l begins (Begin); everything
-//    (full reuse, `as`) is also stacked in token order there, so that All
-//    finds the layer's KV ready;
+//    l-1 computes (Start), and taken when layer l begins (Begin); that part
+//    is also stacked in token order and in the compute dtype there, so that
+//    All, Keys or ProbeKeys find the layer's tensor ready;
 //  - speculation (RequestOptions::speculate, probe-key methods only): that
 //    read also takes the K and V of the chunks where the last gathered set's
 //    positions are likeliest, a guess at this layer's set;
@@ -64,7 +64,9 @@ class StoreSource final : public PrefixSource {
     std::vector<ChunkParts> parts;
     LoadStats stats;
     std::vector<int64_t> guessed;  // chunk indices whose K and V were read on the guess, ascending
-    at::Tensor k, v;               // ReadAhead::kAll: every chunk's, stacked in token order
+    // Stacked in token order: ReadAhead::kAll every chunk's keys and values;
+    // kKeys the keys; kProbeKeys the probe keys ([probe KV heads, P, d]).
+    at::Tensor k, v;
   };
   FirstRead ReadFirst(int l);
   std::vector<int64_t> GuessedChunks(const Guess& g, int l) const;
@@ -72,9 +74,10 @@ class StoreSource final : public PrefixSource {
   // Makes `what` present for the chunks `which` of the current layer (no
   // read when they have it).
   Status FetchSome(uint8_t what, const std::vector<int64_t>& which);
-  // One part of the chunks `which`, stacked in token order within each chunk.
-  at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part) const;
-  at::Tensor ToTokenOrder(const at::Tensor& stored) const { return impress::ToTokenOrder(lease_, layer_, stored); }
+  // One part of the chunks `which`, stacked (ChunkReader::StackChunks, `rows` of their concatenation).
+  at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part, const at::Tensor& rows) const;
+  // The rows of every chunk's concatenation in token order for layer l (undefined: as stored).
+  at::Tensor TokenOrder(int l) const;
   // Read accounting for a selection that used `slots` from the chunks `need`.
   void CountImportant(const at::Tensor& slots, const std::vector<int64_t>& need);
 

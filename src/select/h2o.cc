@@ -16,11 +16,8 @@ StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64
     observer->OnStepEnd(l, SelectStep::kImportance);
     observer->OnImportance(l, imp, qkv.q.size(1));
   }
-  const at::Tensor sets = TopKSets(imp, k);  // [Hq, k]
-  s.used = std::get<0>(at::_unique(sets.flatten().cpu()));
+  SetsUnion(TopKSets(imp, k), s.kv.k.size(1), &s.used, &s.kv.keep);
   RETURN_IF_ERROR(src.Values(l, s.used, &s.kv.v));
-  s.kv.keep = at::zeros({qkv.q.size(0), s.kv.k.size(1)}, at::TensorOptions().dtype(at::kBool).device(s.kv.k.device()));
-  s.kv.keep.scatter_(1, sets, true);
   s.total = s.kv.k.size(1);
   s.kept = k;
   return s;

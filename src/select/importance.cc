@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -27,9 +28,61 @@ at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, con
   return probs.slice(3, 0, p).sum(2).reshape({hq, p});
 }
 
+namespace {
+
+// TopKSets of one row on the host: the k-th highest score by selection, then
+// one ascending pass that keeps what is above it and the first of its ties.
+template <class T>
+void TopKRow(const T* x, int64_t p, int64_t k, std::vector<T>* scratch, int64_t* out) {
+  scratch->assign(x, x + p);
+  std::nth_element(scratch->begin(), scratch->begin() + (k - 1), scratch->end(), std::greater<T>());
+  const T kth = (*scratch)[k - 1];
+  int64_t ties = k;
+  for (int64_t i = 0; i < p; ++i) ties -= x[i] > kth;
+  for (int64_t i = 0, n = 0; i < p && n < k; ++i)
+    if (x[i] > kth || (x[i] == kth && ties-- > 0)) out[n++] = i;
+}
+
+template <class T>
+at::Tensor TopKSetsOnHost(const at::Tensor& importance, int64_t k) {
+  const at::Tensor imp = importance.contiguous();
+  const int64_t h = imp.size(0), p = imp.size(1);
+  at::Tensor out = at::empty({h, k}, at::kLong);
+  std::vector<T> scratch;
+  for (int64_t r = 0; r < h; ++r) TopKRow(imp.data_ptr<T>() + r * p, p, k, &scratch, out.data_ptr<int64_t>() + r * k);
+  return out;
+}
+
+}  // namespace
+
 at::Tensor TopKSets(const at::Tensor& importance, int64_t k) {
   IMPRESS_CHECK(k >= 1 && k <= importance.size(1));
-  return std::get<0>(std::get<1>(importance.topk(k, /*dim=*/1)).sort(1));
+  if (importance.is_cpu() && importance.scalar_type() == at::kFloat) return TopKSetsOnHost<float>(importance, k);
+  if (importance.is_cpu() && importance.scalar_type() == at::kDouble) return TopKSetsOnHost<double>(importance, k);
+  // Elsewhere: a stable descending sort keeps equal scores in index order.
+  at::Tensor best = std::get<1>(importance.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true)).narrow(1, 0, k);
+  return std::get<0>(best.sort(1));
+}
+
+void SetsUnion(const at::Tensor& sets, int64_t p, at::Tensor* used, at::Tensor* mask) {
+  const at::Tensor s = sets.to(at::kLong).cpu().contiguous();
+  const int64_t h = s.size(0), k = s.size(1);
+  at::Tensor m = at::zeros({h, p}, at::kBool);
+  bool* mp = m.data_ptr<bool>();
+  std::vector<uint8_t> any(p, 0);
+  const int64_t* x = s.data_ptr<int64_t>();
+  for (int64_t r = 0; r < h; ++r)
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t i = x[r * k + j];
+      IMPRESS_CHECK(i >= 0 && i < p);
+      mp[r * p + i] = true;
+      any[i] = 1;
+    }
+  std::vector<int64_t> u;
+  for (int64_t i = 0; i < p; ++i)
+    if (any[i]) u.push_back(i);
+  *used = at::tensor(u, at::kLong);
+  *mask = m.to(sets.device());
 }
 
 namespace {

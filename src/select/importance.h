@@ -18,8 +18,14 @@ namespace impress {
 // Returns [Hq, P] in fp32.
 at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale);
 
-// Indices of the k highest scores per row of `importance` [H, P], ascending: [H, k].
+// Indices of the k highest scores per row of `importance` [H, P], ascending:
+// [H, k], on its device; among equal scores at the k-th, the lower indices.
 at::Tensor TopKSets(const at::Tensor& importance, int64_t k);
+
+// The union of the rows of `sets` [H, k] (indices below p), ascending, and
+// the mask [H, p] (bool) of each row's own: H2O's tokens to read and each
+// head's view of them. On the host; `mask` on the device of `sets`.
+void SetsUnion(const at::Tensor& sets, int64_t p, at::Tensor* used, at::Tensor* mask);
 
 // |A ∩ B| / |A ∪ B| of two index sets given as 1-D tensors of distinct indices.
 double Jaccard(const at::Tensor& a, const at::Tensor& b);

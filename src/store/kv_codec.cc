@@ -278,6 +278,7 @@ size_t EncodedBytes(KvCodec codec, KvRole role, int tokens, int heads, int dim) 
 }
 
 float HalfToFloat(uint16_t h) { return HalfToFloatScalar(h); }
+void HalfToFloat(const uint16_t* src, float* dst, size_t n) { ToFloat(src, dst, n); }
 uint16_t FloatToHalf(float f) { return FloatToHalfScalar(f); }
 
 void EncodeKv(KvCodec codec, KvRole role, const uint16_t* src, int tokens, int heads, int dim, uint8_t* dst) {

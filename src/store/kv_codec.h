@@ -55,5 +55,7 @@ void DecodeKv(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int he
 // IEEE half <-> float, round to nearest even (F16C where the CPU has it).
 float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);
+// n halves at src as floats at dst (exact).
+void HalfToFloat(const uint16_t* src, float* dst, size_t n);
 
 }  // namespace impress
