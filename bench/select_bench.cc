@@ -101,6 +101,16 @@ void BM_H2OImportance(benchmark::State& state) {
   });
 }
 
+// The floor under the probe heads' importance: its score matmul alone (the
+// probe rows of one KV head's group against every prefix key), no softmax.
+void BM_ItfProbeScoresMatmul(benchmark::State& state) {
+  Cycle(state, MakeInputs(state.range(0)), [](const Inputs& in) {
+    const int64_t t = in.qkv.q.size(1);
+    const at::Tensor q = in.qkv.q.slice(0, 0, kHq / kHkv).reshape({1, kHq / kHkv * t, kD});
+    benchmark::DoNotOptimize(at::bmm(q, in.pk.slice(0, 0, 1).transpose(1, 2)));
+  });
+}
+
 // ITF's parts: the probe heads' importance, their top-k sets, the similarity
 // test and the agreed set.
 struct ProbeSets {
@@ -167,6 +177,7 @@ BENCHMARK(BM_SelectItfTrusted)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
 BENCHMARK(BM_H2OImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportance)->NEW_TOKENS;
+BENCHMARK(BM_ItfProbeScoresMatmul)->NEW_TOKENS;
 BENCHMARK(BM_ItfTopKSets)->NEW_TOKENS;
 BENCHMARK(BM_ItfJaccard)->NEW_TOKENS;
 BENCHMARK(BM_ItfAgreedSet)->NEW_TOKENS;

@@ -23,14 +23,14 @@ class RequestObserver final : public SelectionObserver {
   // Starts a layer's selection: the time to its first step's end is that step's.
   void Mark() {
     mark_ = Clock::now();
-    accounted_ = trace_->io_ms + trace_->gather_ms;
+    accounted_ = Accounted();
   }
   // Time since the last mark, less the reads and gathers in it, is importance
   // when an importance step ends (and the method's deciding otherwise).
   void OnStepEnd(int l, SelectStep step) override {
     const auto now = Clock::now();
     if (step == SelectStep::kImportance)
-      trace_->importance_ms += Ms(mark_, now) - (trace_->io_ms + trace_->gather_ms - accounted_);
+      trace_->importance_ms += Ms(mark_, now) - (Accounted() - accounted_);
     Mark();
     if (also_ != nullptr) also_->OnStepEnd(l, step);
   }
@@ -49,9 +49,11 @@ class RequestObserver final : public SelectionObserver {
   const PrefixLease& lease_;
   bool record_;
   RequestTrace* trace_;
+  // Time the trace counts elsewhere: reads, gathers, placement.
+  double Accounted() const { return trace_->io_ms + trace_->gather_ms + trace_->placement_ms; }
   SelectionObserver* also_;
   Clock::time_point mark_;
-  double accounted_ = 0;  // io_ms + gather_ms at mark_
+  double accounted_ = 0;  // Accounted() at mark_
 };
 
 // A selection method over the store, layer by layer: takes the layer's
@@ -59,8 +61,9 @@ class RequestObserver final : public SelectionObserver {
 // layer's read-ahead, to overlap this layer's attention and MLP rather than
 // compete with its reads. Time in the method not spent reading (importance,
 // sets, gathers) counts as selection; reading, and waiting for a read-ahead,
-// as I/O; its parts are timed by the observer (importance), the source
-// (gathers) and here (the rest: deciding). A failed read ends selection: the layer gets no prefix, and
+// as I/O; the cache policy's placement on what was used is neither. The
+// parts are timed by the observer (importance), the source (gathers,
+// placement) and here (the rest: deciding). A failed read ends selection: the layer gets no prefix, and
 // status() tells the caller, who recomputes.
 class StoreSelector {
  public:
@@ -74,7 +77,8 @@ class StoreSelector {
 
   SelectedPrefix operator()(const LayerQkv& qkv) {
     auto t0 = Clock::now();
-    const double io_before = trace_->io_ms, gather_before = trace_->gather_ms, importance_before = trace_->importance_ms;
+    const double io_before = trace_->io_ms + trace_->placement_ms, gather_before = trace_->gather_ms,
+                 importance_before = trace_->importance_ms;
     SelectedPrefix s;
     Status st = source_.Begin(qkv.layer);
     if (st.ok()) {
@@ -84,7 +88,7 @@ class StoreSelector {
       else st = r.status();
     }
     if (!st.ok() && status_.ok()) status_ = st;
-    const double select = Ms(t0, Clock::now()) - (trace_->io_ms - io_before);
+    const double select = Ms(t0, Clock::now()) - (trace_->io_ms + trace_->placement_ms - io_before);
     trace_->select_ms += select;
     trace_->decision_ms +=
         select - (trace_->gather_ms - gather_before) - (trace_->importance_ms - importance_before);

@@ -30,6 +30,10 @@ struct RequestTrace {
   // kept positions, casting), and deciding (top-k, the trust test, the
   // agreed set, importance history: the rest).
   double importance_ms = 0, gather_ms = 0, decision_ms = 0;
+  // The cache policy learning what a selection used and placing chunks on
+  // it (the score policy's Observe, with its copies between tiers paced at
+  // the H2D cap): caching's work, in TTFT, in neither io_ms nor select_ms.
+  double placement_ms = 0;
   double store_ms = 0;     // writing new chunks after the first token (not in TTFT)
   int64_t reused_tokens = 0;
   int64_t computed_tokens = 0;

@@ -48,13 +48,25 @@ bool Missing(const ChunkParts& x, uint8_t what) {
 // tensors, indexing, casting) as the trace's gather_ms.
 class GatherTimer {
  public:
-  explicit GatherTimer(RequestTrace* t) : trace_(t), t0_(Clock::now()), io0_(t->io_ms) {}
-  ~GatherTimer() { trace_->gather_ms += Ms(t0_, Clock::now()) - (trace_->io_ms - io0_); }
+  explicit GatherTimer(RequestTrace* t) : trace_(t), t0_(Clock::now()), other0_(Other()) {}
+  ~GatherTimer() { trace_->gather_ms += Ms(t0_, Clock::now()) - (Other() - other0_); }
+
+ private:
+  double Other() const { return trace_->io_ms + trace_->placement_ms; }  // timed apart
+  RequestTrace* trace_;
+  Clock::time_point t0_;
+  double other0_;
+};
+
+// Counts the time of a call into the cache policy as the trace's placement_ms.
+class PlacementTimer {
+ public:
+  explicit PlacementTimer(RequestTrace* t) : trace_(t), t0_(Clock::now()) {}
+  ~PlacementTimer() { trace_->placement_ms += Ms(t0_, Clock::now()); }
 
  private:
   RequestTrace* trace_;
   Clock::time_point t0_;
-  double io0_;
 };
 
 }  // namespace
@@ -173,6 +185,11 @@ at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor Chun
   return store_.reader().StackChunks(xs, rows);
 }
 
+void StoreSource::ObserveWhole() {
+  PlacementTimer placing(trace_);
+  store_.reader().ObserveWhole(chunks_, layer_);
+}
+
 at::Tensor StoreSource::TokenOrder(int l) const { return lease_.reordered() ? lease_.slot_of[l] : at::Tensor(); }
 
 at::Tensor StoreSource::ChunkOf(int layer) {
@@ -185,7 +202,7 @@ Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
   GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
   if (all_k_.defined() && all_v_.defined()) {  // stacked by the read-ahead
-    store_.reader().ObserveWhole(chunks_, layer);
+    ObserveWhole();
     store_.load_stream().HandOver(all_k_);  // made on the load stream
     store_.load_stream().HandOver(all_v_);
     *k = all_k_;
@@ -194,7 +211,7 @@ Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
   }
   const std::vector<int64_t> all = Every();
   RETURN_IF_ERROR(FetchSome(kKeys | kValues, all));
-  store_.reader().ObserveWhole(chunks_, layer);
+  ObserveWhole();
   *k = Stack(all, &ChunkParts::k, TokenOrder(layer));
   *v = Stack(all, &ChunkParts::v, TokenOrder(layer));
   return Status::OK();
@@ -288,6 +305,7 @@ void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int6
   std::vector<std::pair<uint64_t, double>> shares;
   for (size_t i = 0; i < chunks_.size(); ++i)
     shares.push_back({ChunkReader::CacheKey(chunks_[i], l), static_cast<double>(count[i]) / c});
+  PlacementTimer placing(trace_);
   store_.cache().Observe(shares);
 }
 

@@ -12,7 +12,7 @@
 //    positions are likeliest, a guess at this layer's set;
 //  - accounting: time waiting for reads (trace io_ms), bytes and hits per
 //    tier, the chunks whose K or V a selection read and their tiers, and the
-//    score policy's per-chunk important shares (Observe).
+//    score policy's per-chunk important shares (Observe, timed as placement).
 // Works in token order: what is read in the lease's stored order is put back
 // in token order, and chosen positions are found in the stored order through
 // the lease's slots. Reads of layer l are valid between Begin(l) and
@@ -78,6 +78,8 @@ class StoreSource final : public PrefixSource {
   at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part, const at::Tensor& rows) const;
   // The rows of every chunk's concatenation in token order for layer l (undefined: as stored).
   at::Tensor TokenOrder(int l) const;
+  // Tells the cache policy that the current layer used every token (placement).
+  void ObserveWhole();
   // Read accounting for a selection that used `slots` from the chunks `need`.
   void CountImportant(const at::Tensor& slots, const std::vector<int64_t>& need);
 

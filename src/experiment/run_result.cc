@@ -45,6 +45,7 @@ nlohmann::ordered_json RunResult::ToJson() const {
       {"ttft_ms", {{"mean", ttft_ms.mean}, {"p50", ttft_ms.p50}, {"p99", ttft_ms.p99}}},
       {"io_ms", {{"mean", io_ms_mean}}}, {"io_share", io_share}, {"select_ms", {{"mean", select_ms_mean}, {"importance", select_parts.importance_ms},
                      {"decision", select_parts.decision_ms}, {"gather", select_parts.gather_ms}}},
+      {"placement_ms", {{"mean", placement_ms_mean}}},
       {"bytes_read", {{"gpu", b[Tier::kGpu]}, {"cpu", b[Tier::kCpu]}, {"disk", b[Tier::kDisk]}, {"remote", b[Tier::kRemote]}}},
       {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", chunks_read},
       {"remote_chunks_read", remote_chunks_read},

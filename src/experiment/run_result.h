@@ -73,6 +73,7 @@ struct RunResult {
   TtftSummary ttft_ms;
   double io_ms_mean = 0, io_share = 0, select_ms_mean = 0;
   SelectParts select_parts;
+  double placement_ms_mean = 0;  // the cache policy placing chunks on what selections used
   TierCounts bytes_read;
   double hit_gpu = 0, hit_cpu = 0;  // of every chunk load
   int64_t chunks_read = 0, remote_chunks_read = 0;
