@@ -75,6 +75,7 @@ class ReuseTest : public testing::ModelStoreTest {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
     o.tiers.levels = GpuCpuLevels(0, 0);
+    o.tiers.policy = store_policy_;
     auto store = PrefixStore::Open(*model_, o);
     EXPECT_TRUE(store.ok()) << store.status().message();
     std::vector<int32_t> prefix = Tokens(160, 4), ctx = prefix;
@@ -87,6 +88,7 @@ class ReuseTest : public testing::ModelStoreTest {
     EXPECT_EQ(t->reused_tokens, 160);
     return r.ok() ? *r : at::Tensor();
   }
+  PolicyKind store_policy_ = PolicyKind::kLru;  // OnStoredPrefix's store's cache policy
   // impress-itf at 10% that never trusts its probes (alpha 0), always does
   // (a huge alpha puts t near 0), and always does with the chunk unit.
   struct ItfVariants {
@@ -311,6 +313,27 @@ TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
   }
   EXPECT_EQ(c_t.load.bytes[2], layers * static_cast<int64_t>(10 * geometry.ProbeBytes() + 2 * 2 * geometry.KeyBytes()));
   EXPECT_FALSE(by_chunk.equal(as));
+}
+
+// Selection time is reported in parts that add up to it: importance (none
+// for full reuse), deciding and gathering; the score policy's placement is
+// timed apart and only where a policy places on what selections used.
+TEST_P(ReuseTest, SelectionTimeIsItsParts) {
+  const ItfVariants itf = Itf();
+  for (const System& sys : {Named("as"), Named("h2o-lfu", 0.1), itf.never, itf.always, itf.chunked,
+                            Named("impress", 0.1)}) {
+    RequestTrace t;
+    store_policy_ = sys.policy;  // the score policy places on what selections used
+    OnStoredPrefix(sys, &t);
+    const std::string what = sys.name + " alpha " + std::to_string(sys.select.alpha);
+    EXPECT_NEAR(t.select_ms, t.importance_ms + t.decision_ms + t.gather_ms, 1e-6) << what;
+    EXPECT_GE(t.decision_ms, -1e-6) << what;
+    EXPECT_GT(t.gather_ms, 0) << what;
+    if (sys.name == "as") EXPECT_EQ(t.importance_ms, 0) << what;
+    else EXPECT_GT(t.importance_ms, 0) << what;
+    if (sys.policy == PolicyKind::kScore) EXPECT_GT(t.placement_ms, 0) << what;
+    else EXPECT_EQ(t.placement_ms, 0) << what;
+  }
 }
 
 // Selective systems read the next layer's query-independent part (keys for

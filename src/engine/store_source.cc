@@ -186,6 +186,7 @@ at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor Chun
 }
 
 void StoreSource::ObserveWhole() {
+  if (!store_.cache().wants_observations()) return;
   PlacementTimer placing(trace_);
   store_.reader().ObserveWhole(chunks_, layer_);
 }
