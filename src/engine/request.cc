@@ -50,7 +50,7 @@ class RequestObserver final : public SelectionObserver {
   bool record_;
   RequestTrace* trace_;
   // Time the trace counts elsewhere: reads, gathers, placement.
-  double Accounted() const { return trace_->io_ms + trace_->gather_ms + trace_->placement_ms; }
+  double Accounted() const { return trace_->apart_from_selection_ms() + trace_->gather_ms; }
   SelectionObserver* also_;
   Clock::time_point mark_;
   double accounted_ = 0;  // Accounted() at mark_
@@ -63,8 +63,8 @@ class RequestObserver final : public SelectionObserver {
 // sets, gathers) counts as selection; reading, and waiting for a read-ahead,
 // as I/O; the cache policy's placement on what was used is neither. The
 // parts are timed by the observer (importance), the source (gathers,
-// placement) and here (the rest: deciding). A failed read ends selection: the layer gets no prefix, and
-// status() tells the caller, who recomputes.
+// placement) and here (the rest: deciding). A failed read ends selection:
+// the layer gets no prefix, and status() tells the caller, who recomputes.
 class StoreSelector {
  public:
   StoreSelector(const System& system, PrefixStore& store, const Model& model, const PrefixLease& lease,
@@ -77,7 +77,7 @@ class StoreSelector {
 
   SelectedPrefix operator()(const LayerQkv& qkv) {
     auto t0 = Clock::now();
-    const double io_before = trace_->io_ms + trace_->placement_ms, gather_before = trace_->gather_ms,
+    const double apart_before = trace_->apart_from_selection_ms(), gather_before = trace_->gather_ms,
                  importance_before = trace_->importance_ms;
     SelectedPrefix s;
     Status st = source_.Begin(qkv.layer);
@@ -88,7 +88,7 @@ class StoreSelector {
       else st = r.status();
     }
     if (!st.ok() && status_.ok()) status_ = st;
-    const double select = Ms(t0, Clock::now()) - (trace_->io_ms + trace_->placement_ms - io_before);
+    const double select = Ms(t0, Clock::now()) - (trace_->apart_from_selection_ms() - apart_before);
     trace_->select_ms += select;
     trace_->decision_ms +=
         select - (trace_->gather_ms - gather_before) - (trace_->importance_ms - importance_before);

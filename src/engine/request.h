@@ -34,6 +34,8 @@ struct RequestTrace {
   // it (the score policy's Observe, with its copies between tiers paced at
   // the H2D cap): caching's work, in TTFT, in neither io_ms nor select_ms.
   double placement_ms = 0;
+  // Time in the layer loop that is neither selection nor compute: I/O and placement.
+  double apart_from_selection_ms() const { return io_ms + placement_ms; }
   double store_ms = 0;     // writing new chunks after the first token (not in TTFT)
   int64_t reused_tokens = 0;
   int64_t computed_tokens = 0;

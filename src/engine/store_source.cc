@@ -48,11 +48,12 @@ bool Missing(const ChunkParts& x, uint8_t what) {
 // tensors, indexing, casting) as the trace's gather_ms.
 class GatherTimer {
  public:
-  explicit GatherTimer(RequestTrace* t) : trace_(t), t0_(Clock::now()), other0_(Other()) {}
-  ~GatherTimer() { trace_->gather_ms += Ms(t0_, Clock::now()) - (Other() - other0_); }
+  explicit GatherTimer(RequestTrace* t) : trace_(t), t0_(Clock::now()), other0_(t->apart_from_selection_ms()) {}
+  ~GatherTimer() {
+    trace_->gather_ms += Ms(t0_, Clock::now()) - (trace_->apart_from_selection_ms() - other0_);
+  }
 
  private:
-  double Other() const { return trace_->io_ms + trace_->placement_ms; }  // timed apart
   RequestTrace* trace_;
   Clock::time_point t0_;
   double other0_;
