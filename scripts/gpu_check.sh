@@ -1,90 +1,133 @@
 #!/usr/bin/env bash
-# The device check of the CUDA data path (docs/gpu.md), one command on a CUDA
-# machine that has python3 with torch + transformers, a compiler and CMake, but
-# maybe no Debian -dev packages and no network:
-#   scripts/gpu_check.sh CARRY_DIR OUT_DIR
-# CARRY_DIR is what scripts/gpu_prepare.sh made on a Debian machine: deps/
-# (scripts/pack_deps.sh) and shape/ (SmolLM2-135M's config.json and tokenizer
-# files); data/ and tests/tokenizers/ travel with the tree. Steps, each under
-# its own time limit, about 7 minutes on an H200 machine in all:
-#  1. build against the machine's own LibTorch (impress, the tests, the store bench);
-#  2. the CUDA tests (tests/cuda_test.cc: every system's logits on CUDA = the
-#     CPU's, with and without read-ahead; the next layer's read on the load
-#     stream before this layer ends) and the model tests on CUDA;
-#  3. impress run, fp16 on CUDA, real disk, no caps, all seven systems, PIQA
-#     and RTE, 8 prefixes of ~4K tokens (a pool of 750 MB against 128 MB GPU
-#     and 256 MB CPU caches), on SmolLM2-135M's shapes with random weights
-#     (the trained weights do not fit the trip to the device machine: recomp's
-#     and as's TTFT and bytes do not depend on them; the selection systems'
-#     bytes and every accuracy do, and random heads rarely agree, so IMPRESS
-#     mostly falls back to H2O there: the summary says so);
-#  4. the summary: as's I/O share of TTFT, IMPRESS against AS+H2O+LFU, the
-#     share of copy time hidden under compute (the run JSON's device_timeline);
-#  5. the store's read bandwidth against fio on this machine's disk.
-# OUT_DIR gets three files: gpu_check.log (everything printed), summary.md
-# (the result) and gpu_check.tgz (every log and JSON, refreshed after each
-# step, so a run stopped early still brings back what it had).
-# Rehearsal on a CPU machine: DEVICE=cpu SCALE=tiny runs every step at a size
-# two cores finish in minutes (the CUDA tests then skip, saying so).
+# The device check of the CUDA data path (docs/gpu.md), in three calls made
+# back to back on one warm CUDA machine that has python3 with torch and
+# transformers, a compiler, CMake and ninja, but no Debian -dev packages, no
+# gguf package and no network:
+#   scripts/gpu_check.sh CALL CARRY_DIR OUT_DIR      (CALL: 1, 2 or 3)
+# CARRY_DIR is what scripts/gpu_prepare.sh made here for that call
+# (build/gpu-carry/callN); data/ and tests/tokenizers/ travel with the tree.
+# Each call may carry 64 MiB with the tree and run 10 minutes, so the trained
+# model's GGUF comes in three parts; each part is kept in build-gpu/ (ignored
+# by git, so it stays on the machine while it is warm) until the last arrives.
+#  call 1: build (impress, the tests, the store bench); the CUDA tests
+#          (tests/cuda_test.cc: every tier on CUDA against the CPU) and the
+#          model tests against transformers on CUDA.
+#  call 2: keeps the GGUF's second part; nothing else (a short call).
+#  call 3: joins the GGUF (its sha256 against gpu_prepare's), converts it with
+#          scripts/prepare_smollm2.py and checks the weights' digest against
+#          `make setup`'s; `impress run` fp16 on CUDA with the trained model,
+#          all seven systems, PIQA then RTE, 8 prefixes of ~4K tokens against
+#          128 MB GPU and 256 MB CPU caches, on a file system that takes
+#          O_DIRECT (the first of build-gpu/, /var/tmp, /tmp that does); last,
+#          the store's read bandwidth against fio where fio is installed.
+# Every step runs under its own limit and under the call's deadline
+# (CALL_LIMIT seconds, default 500, well under the 600 a command may run).
+# OUT_DIR gets gpu_check_CALL.log (everything printed), summary.md
+# (scripts/gpu_summary.py: steps with exit codes and seconds, test counts, the
+# runs' TTFT mean and p99, I/O share, copy_hidden_share, host syncs per layer;
+# rewritten after every step) and gpu_check_CALL.tgz (every log and JSON).
+# Rehearsal on a CPU machine: DEVICE=cpu SCALE=tiny, each call in turn (the
+# CUDA tests then compare the CPU with itself: IMPRESS_CUDA_TEST_DEVICE=cpu).
 set -uo pipefail
-carry=$(readlink -f "$1"); mkdir -p "$2"; final=$(readlink -f "$2")
+call=${1:?usage: gpu_check.sh CALL CARRY_DIR OUT_DIR}
+carry=$(readlink -f "${2:?usage: gpu_check.sh CALL CARRY_DIR OUT_DIR}"); mkdir -p "${3:?}"; final=$(readlink -f "$3")
+tag=gpu_check_$call
 out=$(mktemp -d)  # the work folder
-exec > >(tee "$final/gpu_check.log") 2>&1
+deadline=$(( $(date +%s) + ${CALL_LIMIT:-500} ))
+exec > >(tee "$final/$tag.log") 2>&1
 source "$(dirname "$0")/gpu_common.sh"
+summarize() { python3 scripts/gpu_summary.py "$out"; }
+# run NAME CMD...: one step (its programs under their limits), its exit code
+# and seconds in steps.txt.
+run() {
+  local name=$1; shift
+  step "$name"
+  local t0; t0=$(date +%s)
+  "$@"; local rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" >> "$out/steps.txt"
+  save
+  return $rc
+}
 if [ "${SCALE:-gpu}" = tiny ]; then
   scale=(--pool 2 --prefix-tokens 256 --requests 2 --warmup 1 --gpu-cache 1M --cpu-cache 2M)
+  tests_device=cpu
 else
   scale=(--pool 8 --prefix-tokens 4096 --requests 24 --warmup 8 --gpu-cache 128M --cpu-cache 256M)
+  tests_device=$device
 fi
+parts=build-gpu/model-parts
+mkdir -p "$parts"
+machine > "$out/machine.txt" 2>&1; cat "$out/machine.txt"
 
-step machine
-machine
+keep_part() {  # the part this call carried, kept for call 3
+  cp "$carry"/gguf.part"$call" "$parts/" && ls -l "$parts"
+}
 
-step build
-build_gpu impress impress_tests impress_store_bench || exit 1
+cuda_tests() {
+  limit 120 python3 scripts/make_fixtures.py --tiny-only --out build-gpu/fixtures 2>&1 | grep -v -E "Loading|it/s" | tail -3
+  IMPRESS_FIXTURES=$PWD/build-gpu/fixtures IMPRESS_TEST_DEVICE=$tests_device IMPRESS_CUDA_TEST_DEVICE=$tests_device \
+    limit 200 build-gpu/impress_tests --gtest_filter='*CudaPath*:*ModelVsTransformers*:*ReuseTest*' 2>&1 |
+    tee "$out/cuda_tests.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|OK \]" | tail -40
+  grep -q "^\[  PASSED  \]" "$out/cuda_tests.log" && ! grep -q "^\[  FAILED  \]" "$out/cuda_tests.log"
+}
 
-step "fixtures (tiny checkpoints, transformers' outputs)"
-limit 120 python3 scripts/make_fixtures.py --tiny-only --out build-gpu/fixtures 2>&1 | grep -v -E "Loading|it/s" | tail -3
-
-step "CUDA tests"
-IMPRESS_FIXTURES=$PWD/build-gpu/fixtures IMPRESS_TEST_DEVICE=$device limit 150 \
-  build-gpu/impress_tests --gtest_filter='*CudaPath*:*ModelVsTransformers*:*ReuseTest*' 2>&1 |
-  tee "$out/cuda_tests.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|OK \]" | tail -40
-
-step "SmolLM2-135M's shapes, random fp16 weights"
-model=/tmp/smollm2-shape
-shape_model "$model"
-
-for task in piqa rte; do
-  step "impress run on $device, $task: all seven systems"
-  rm -rf "/tmp/gpu-store-$task"
-  limit 150 build-gpu/impress run --model "$model" --task "$task" --data data "${scale[@]}" --store "/tmp/gpu-store-$task" \
-    --device "$device" --dtype "$dtype" --system "$(build-gpu/impress run --list-systems | paste -sd,)" \
-    --json "$out/run_$task.json" >"$out/run_$task.md"
-  head -12 "$out/run_$task.md"
-done
-
-step summary
-python3 - "$out" <<'PY' | tee "$out/summary.md"
-import json, os, sys
-out = sys.argv[1]
-print("Model: SmolLM2-135M's shapes with random weights: recomp's and as's numbers are the trained model's;")
-print("the selection systems' are not (IMPRESS falls back to H2O where the probe heads disagree, as random heads do).\n")
-print("| task | as I/O share of TTFT | as copy hidden under compute | IMPRESS / AS+H2O+LFU TTFT | bytes below the caches, h2o-lfu / impress | impress fallback share |")
-print("|---|---|---|---|---|---|")
-for task in ("piqa", "rte"):
-    p = f"{out}/run_{task}.json"
-    if not os.path.exists(p):
-        print(f"| {task} | (no run) | | | |"); continue
-    runs = {r["system"]: r for r in json.load(open(p))["runs"]}
-    a, h, i = runs["as"], runs["h2o-lfu"], runs["impress"]
-    below = lambda r: r["bytes_read"]["disk"] + r["bytes_read"].get("remote", 0)
-    hidden = a.get("device_timeline", {}).get("copy_hidden_share", float("nan"))
-    print(f"| {task} | {a['io_share']:.2f} | {hidden:.2f} | {h['ttft_ms']['mean'] / i['ttft_ms']['mean']:.2f}x lower "
-          f"({i['ttft_ms']['mean']:.1f} vs {h['ttft_ms']['mean']:.1f} ms) | {below(h) / max(1, below(i)):.2f}x | {i['fallback_share']:.2f} |")
+trained_model() {  # $1: where to write it
+  cat "$parts"/gguf.part1 "$parts"/gguf.part2 "$parts"/gguf.part3 > "$parts/model.gguf" || return 1
+  python3 - "$carry/model.json" "$parts/model.gguf" <<'PY' || return 1
+import hashlib, json, sys
+want = json.load(open(sys.argv[1]))["gguf_sha256"]
+h = hashlib.sha256()
+with open(sys.argv[2], "rb") as f:
+    for b in iter(lambda: f.read(1 << 20), b""):
+        h.update(b)
+got = h.hexdigest()
+print("GGUF sha256", got, "(as prepared)" if got == want else f"!= {want} (prepared)")
+sys.exit(got != want)
 PY
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gguf-site \
+    "$carry"/gguf-*.whl || return 1
+  PYTHONPATH=/tmp/gguf-site${PYTHONPATH:+:$PYTHONPATH} limit 150 python3 scripts/prepare_smollm2.py --gguf "$parts/model.gguf" \
+    --out "$1" 2>&1 | grep -v -E "it/s|legacy" | tail -2
+  local got want
+  got=$(python3 scripts/model_digest.py "$1") || return 1
+  want=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['weights_digest'])" "$carry/model.json")
+  if [ "$got" = "$want" ]; then
+    echo "SmolLM2-135M-Instruct, trained, converted here; weights digest $got = make setup's" | tee "$out/model.txt"
+  else
+    echo "SmolLM2-135M-Instruct converted here, weights digest $got != make setup's $want" | tee "$out/model.txt"
+    return 1
+  fi
+}
 
-step "store read bandwidth against fio, this machine's disk"
-disk_vs_fio | tee "$out/store_vs_fio.txt"
+store_vs_fio() { disk_vs_fio "$1" | tee "$out/store_vs_fio.txt"; }
+
+systems_run() {  # TASK MODEL STORES
+  rm -rf "$3/$1"
+  limit 150 build-gpu/impress run --model "$2" --task "$1" --data data "${scale[@]}" --store "$3/$1" \
+    --device "$device" --dtype "$dtype" --system "$(build-gpu/impress run --list-systems | paste -sd,)" \
+    --json "$out/run_$1.json" > "$out/run_$1.md" && head -14 "$out/run_$1.md"
+}
+
+case "$call" in
+  1)
+    run "keep GGUF part 1" keep_part
+    run build build_gpu impress impress_tests impress_store_bench || { step done; exit 1; }
+    run "CUDA tests" cuda_tests
+    ;;
+  2)
+    run "keep GGUF part 2" keep_part
+    ;;
+  3)
+    run "keep GGUF part 3" keep_part
+    [ -x build-gpu/impress ] || { echo "no build-gpu/impress: call 1 did not build on this machine"; step done; exit 1; }
+    model=build-gpu/smollm2-135m
+    run "the trained model from its GGUF" trained_model "$model" || { step done; exit 1; }
+    stores=$(direct_dir) || { echo "no file system here takes O_DIRECT: the store cannot run"; step done; exit 1; }
+    echo "stores in $stores" | tee -a "$out/machine.txt"
+    for task in piqa rte; do run "impress run, $task, all seven systems" systems_run "$task" "$model" "$stores"; done
+    run "store read bandwidth against fio" store_vs_fio "$stores"
+    ;;
+  *) echo "gpu_check: CALL is 1, 2 or 3"; exit 2 ;;
+esac
 step done
 save

@@ -9,11 +9,26 @@ dtype=float16
 
 # Everything under the work folder, packed into one file (the device machine
 # brings back few files), and summary.md beside it; after every step, so a
-# run stopped early still brings back what it had.
-save() { tar czf "$final/$(basename "$0" .sh).tgz" -C "$out" . 2>/dev/null; [ -f "$out/summary.md" ] && cp "$out/summary.md" "$final/"; }
+# run stopped early still brings back what it had. A caller that defines
+# summarize() has summary.md rewritten first.
+save() {
+  declare -F summarize >/dev/null && summarize > "$out/summary.md" 2>/dev/null
+  tar czf "$final/${tag:-$(basename "$0" .sh)}.tgz" -C "$out" . 2>/dev/null
+  [ -f "$out/summary.md" ] && cp "$out/summary.md" "$final/"
+}
 step() { save; echo; echo "=== $* ($(date +%T))"; }
-# limit SECONDS CMD...: CMD, killed at its limit.
-limit() { local s=$1; shift; timeout --signal=KILL "$s" "$@"; local rc=$?; [ $rc -eq 137 ] && echo "(step stopped at its ${s}s limit)"; return $rc; }
+# limit SECONDS CMD...: CMD, killed at its limit, or at the call's deadline
+# (epoch seconds in $deadline, when the caller sets one) if that comes first.
+limit() {
+  local s=$1; shift
+  if [ -n "${deadline:-}" ]; then
+    local left=$(( deadline - $(date +%s) ))
+    [ "$left" -lt "$s" ] && s=$left
+    [ "$s" -le 0 ] && { echo "(step skipped: the call's deadline has passed)"; return 124; }
+  fi
+  timeout --signal=KILL "$s" "$@"; local rc=$?
+  [ $rc -eq 137 ] && echo "(step stopped at its ${s}s limit)"; return $rc
+}
 
 machine() {
   command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -51,12 +66,27 @@ print("saved", sum(p.numel() for p in m.parameters()) / 1e6, "M params, random w
 PY
 }
 
-# disk_vs_fio: what fio reads from this machine's disk with direct I/O, and the store's own bandwidth.
+# direct_dir: the first of these folders whose file system takes O_DIRECT
+# (the store reads with it; tmpfs refuses it), or nothing.
+direct_dir() {
+  local d
+  for d in "$PWD/build-gpu/stores" /var/tmp/impress-gpu /tmp/impress-gpu "$HOME/impress-gpu"; do
+    mkdir -p "$d" 2>/dev/null || continue
+    if dd if=/dev/zero of="$d/.direct" bs=4096 count=1 oflag=direct status=none 2>/dev/null &&
+       dd if="$d/.direct" of=/dev/null bs=4096 count=1 iflag=direct status=none 2>/dev/null; then
+      rm -f "$d/.direct"; echo "$d"; return 0
+    fi
+    rm -f "$d/.direct"
+  done
+  return 1
+}
+
+# disk_vs_fio DIR: what fio reads from DIR's disk with direct I/O, and the store's own bandwidth.
 disk_vs_fio() {
   if command -v fio >/dev/null; then
-    limit 60 bash scripts/bench_store.sh build-gpu /tmp/gpu-bench-store
+    limit 60 bash scripts/bench_store.sh build-gpu "$1/bench-store"
   else
     echo "fio is not installed here: the store's bandwidth alone"
-    limit 60 build-gpu/impress_store_bench --dir /tmp/gpu-bench-store --set 32 --chunks 4096 --threads 8
+    limit 60 build-gpu/impress_store_bench --dir "$1/bench-store" --set 32 --chunks 4096 --threads 8
   fi
 }

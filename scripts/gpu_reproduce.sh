@@ -35,7 +35,9 @@ step build
 build_gpu impress impress_store_bench || exit 1
 
 step "this machine's disk (fio, direct I/O)"
-disk_vs_fio | tee "$out/disk.txt"
+stores=$(direct_dir) || { echo "no file system here takes O_DIRECT: the store cannot run"; exit 1; }
+echo "stores in $stores"
+disk_vs_fio "$stores" | tee "$out/disk.txt"
 
 if [ -z "$model" ]; then
   step "SmolLM2-135M's shapes, random fp16 weights"
@@ -44,9 +46,9 @@ if [ -z "$model" ]; then
 fi
 
 step "impress reproduce ${figures[*]}"
-rm -rf /tmp/gpu-stores
+rm -rf "$stores/figures"
 limit "$budget" build-gpu/impress reproduce "${figures[@]}" --model "$model" --data data --out "$out/figures" \
-  --store /tmp/gpu-stores --device "$device" --dtype "$dtype" "${scale[@]}"
+  --store "$stores/figures" --device "$device" --dtype "$dtype" "${scale[@]}"
 grep -H "^Machine:" "$out"/figures/*.md  # each figure's machine, date and seconds
 
 step "plots and paper vs project"

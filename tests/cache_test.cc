@@ -231,6 +231,7 @@ TEST(TieredCache, AnEncodedLevelHoldsTheEncodedBytes) {
     opt.levels = GpuCpuLevels(256, 3 * 128);  // GPU: one 8-token chunk decoded; CPU: three encoded
     opt.levels[1].encoded = true;
     int decodes = 0;
+    opt.decoded_bytes = 256;  // 8 tokens x 2 heads x 4 dims, half, keys and values
     opt.decode = [&](ChunkKv* kv) {
       ++decodes;
       const int64_t tokens = kv->enc.k.numel() / 8;

@@ -336,6 +336,29 @@ TEST_P(ReuseTest, SelectionTimeIsItsParts) {
   }
 }
 
+// A selection's read-backs to the host, per layer: on CUDA its host
+// synchronisations (docs/gpu.md), counted the same way here. None for full
+// reuse; one for H2O and for a layer where the probe heads are trusted; two
+// where ITF falls back to H2O (its decision, then H2O's ranking).
+TEST_P(ReuseTest, HostReadBacksPerLayer) {
+  const ItfVariants itf = Itf();
+  const size_t layers = static_cast<size_t>(model_->config().num_layers);
+  auto expect = [&](const System& sys, const std::function<int64_t(const RequestTrace&, size_t)>& want) {
+    RequestTrace t;
+    store_policy_ = sys.policy;
+    OnStoredPrefix(sys, &t);
+    ASSERT_EQ(t.layer_host_syncs.size(), layers) << sys.name;
+    for (size_t l = 0; l < layers; ++l)
+      EXPECT_EQ(t.layer_host_syncs[l], want(t, l)) << sys.name << " alpha " << sys.select.alpha << " layer " << l;
+  };
+  expect(Named("as"), [](const RequestTrace&, size_t) { return 0; });
+  expect(Named("h2o-lfu", 0.1), [](const RequestTrace&, size_t) { return 1; });
+  expect(itf.never, [](const RequestTrace&, size_t) { return 2; });
+  expect(itf.always, [](const RequestTrace&, size_t) { return 1; });
+  expect(itf.chunked, [](const RequestTrace&, size_t) { return 1; });
+  expect(Named("impress", 0.1), [](const RequestTrace& t, size_t l) { return t.selection.fallbacks[l] > 0 ? 2 : 1; });
+}
+
 // Selective systems read the next layer's query-independent part (keys for
 // H2O, probe keys for ITF) while a layer computes; that changes when bytes
 // are read, never which bytes or what attention sees.

@@ -4,14 +4,23 @@
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "common/status.h"
+
 
 namespace impress {
 namespace {
 
-// The caller's stream waits (on the device) for an entry's copy up.
-void AwaitCopy(const ChunkKv& kv) {
+// The caller's stream waits (on the device) for an entry's asynchronous copy.
+void AwaitCopy(const ChunkKv& kv, const at::Device& device) {
   if (kv.ready)
-    static_cast<at::cuda::CUDAEvent*>(kv.ready.get())->block(c10::cuda::getCurrentCUDAStream(kv.k.device().index()));
+    static_cast<at::cuda::CUDAEvent*>(kv.ready.get())->block(c10::cuda::getCurrentCUDAStream(device.index()));
+}
+
+// An event after everything issued so far on the current stream of `device`.
+std::shared_ptr<void> CopiedEvent(const at::Device& device) {
+  auto e = std::make_shared<at::cuda::CUDAEvent>();
+  e->record(c10::cuda::getCurrentCUDAStream(device.index()));
+  return e;
 }
 
 }  // namespace
@@ -36,7 +45,7 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& op
     if (o.capacity < 0) return Status::InvalidArgument("cache capacities must not be negative");
     if (o.tier != Tier::kGpu && o.tier != Tier::kCpu) return Status::InvalidArgument("a cache level must be the GPU or CPU tier");
     if (c->LevelOf(o.tier) >= 0) return Status::InvalidArgument("two cache levels of one tier");
-    if (o.encoded && (o.on_device || !opt.decode))
+    if (o.encoded && (o.on_device || !opt.decode || opt.decoded_bytes <= 0))
       return Status::InvalidArgument("an encoded cache level must be in host memory, with a decoder");
     Level& l = c->levels_.emplace_back();
     l.opt = o;
@@ -54,10 +63,12 @@ int TieredCache::LevelOf(Tier t) const {
 
 ChunkKv TieredCache::ToTier(const ChunkKv& in, int t, Copies* copies) {
   const CacheLevel& L = levels_[t].opt;
+  const at::Device device = opt_.device;
+  const bool cuda = device.is_cuda();
   if (L.encoded && in.enc.defined()) {  // the bytes as stored: nothing to copy or decode
     ChunkKv out;
     out.enc = in.enc;
-    if (L.pinned && opt_.device.is_cuda()) {
+    if (L.pinned && cuda) {
       out.enc.k = out.enc.k.pin_memory();
       out.enc.v = out.enc.v.pin_memory();
     }
@@ -66,28 +77,43 @@ ChunkKv TieredCache::ToTier(const ChunkKv& in, int t, Copies* copies) {
   ChunkKv kv = in;
   const bool decoded = !kv.k.defined();
   if (decoded) opt_.decode(&kv);  // out of an encoded level: decoded here, once, into new memory
-  const at::Device dev = L.on_device ? opt_.device : at::Device(at::kCPU);
+  AwaitCopy(kv, device);  // this stream reads the entry after its own copy
+  if (!L.on_device) {
+    if (kv.host_k.defined()) return ChunkKv{kv.host_k, kv.host_v, kv.enc};  // where its copy up came from
+    if (kv.k.is_cuda()) {
+      // Down into pinned memory, enqueued on this stream; the device memory
+      // is not reused before the copy has read it.
+      const auto pinned = kv.k.options().device(at::kCPU).pinned_memory(true);
+      ChunkKv out{at::empty(kv.k.sizes(), pinned), at::empty(kv.v.sizes(), pinned), kv.enc};
+      out.k.copy_(kv.k, /*non_blocking=*/true);
+      out.v.copy_(kv.v, /*non_blocking=*/true);
+      const c10::Stream stream = c10::cuda::getCurrentCUDAStream(device.index());
+      kv.k.record_stream(stream);
+      kv.v.record_stream(stream);
+      out.ready = CopiedEvent(device);
+      return out;
+    }
+    ChunkKv out{kv.k, kv.v, kv.enc};
+    out.ready = kv.ready;
+    if (L.pinned && cuda) {
+      out.k = out.k.pin_memory();
+      out.v = out.v.pin_memory();
+    }
+    return out;
+  }
   // Up from pinned memory the copy is only enqueued on the caller's stream,
-  // and the entry carries the event after it; down, the copy waits for the
-  // entry's copy up and is complete when it returns.
-  AwaitCopy(kv);
-  const bool async = dev.is_cuda() && kv.k.is_pinned() && kv.v.is_pinned();
-  ChunkKv out{kv.k.to(dev, async), kv.v.to(dev, async), kv.enc};  // the encoded bytes stay on the host
-  if (async) {
-    auto e = std::make_shared<at::cuda::CUDAEvent>();
-    e->record(c10::cuda::getCurrentCUDAStream(dev.index()));
-    out.ready = std::move(e);
-  }
-  if (L.pinned && opt_.device.is_cuda()) {
-    out.k = out.k.pin_memory();
-    out.v = out.v.pin_memory();
-  }
-  const bool emulated = L.on_device && dev.is_cpu();  // the emulated device pool: a copy, as a transfer would make
+  // and the entry carries the event after it.
+  const bool up = kv.k.device() != device;
+  const bool async = up && cuda && kv.k.is_pinned() && kv.v.is_pinned();
+  ChunkKv out{kv.k.to(device, async), kv.v.to(device, async), kv.enc};  // the encoded bytes stay on the host
+  if (async) out.ready = CopiedEvent(device);
+  else if (!up) out.ready = kv.ready;  // already on the device: still after its own copy up
+  const bool emulated = device.is_cpu();  // the emulated device pool: a copy, as a transfer would make
   if (emulated && !decoded) {
     out.k = out.k.clone();
     out.v = out.v.clone();
   }
-  if (copies != nullptr && L.on_device && (kv.k.device() != dev || emulated)) (*copies)[t] += out.bytes();
+  if (copies != nullptr && (up || emulated)) (*copies)[t] += out.bytes();
   return out;
 }
 
@@ -106,19 +132,42 @@ ChunkKv TieredCache::TakeLocked(int t, uint64_t key) {
   return kv;
 }
 
-bool TieredCache::InsertLocked(int t, uint64_t key, ChunkKv kv) {
+bool TieredCache::MakeRoomLocked(int t, int64_t bytes) {
   Level& L = levels_[t];
   const int64_t cap = L.opt.capacity;
-  if (kv.bytes() > cap) return false;
-  while (L.used + kv.bytes() > cap) {
+  if (bytes > cap) return false;
+  while (L.used + bytes > cap) {
     auto victim = L.policy->Victim([&](uint64_t k) { return !pinned_(k); });
     if (!victim) return false;  // everything left is in use
     ChunkKv out = TakeLocked(t, *victim);
     const int down = t + 1;
-    if (down < static_cast<int>(levels_.size())) InsertLocked(down, *victim, ToTier(out, down, nullptr));  // dropped if it does not fit
+    if (down < static_cast<int>(levels_.size())) CopyInLocked(down, *victim, out, nullptr);  // dropped if it does not fit
   }
+  return true;
+}
+
+bool TieredCache::InsertLocked(int t, uint64_t key, ChunkKv kv) {
+  if (!MakeRoomLocked(t, kv.bytes())) return false;
+  Level& L = levels_[t];
   L.used += kv.bytes();
   L.entries.emplace(key, std::move(kv));
+  L.policy->Insert(key);
+  return true;
+}
+
+int64_t TieredCache::BytesIn(const ChunkKv& kv, int t) const {
+  if (levels_[t].opt.encoded && kv.enc.defined()) return kv.enc.bytes();
+  return kv.k.defined() ? static_cast<int64_t>(kv.k.nbytes() + kv.v.nbytes()) : opt_.decoded_bytes;
+}
+
+bool TieredCache::CopyInLocked(int t, uint64_t key, const ChunkKv& kv, Copies* copies) {
+  const int64_t bytes = BytesIn(kv, t);
+  if (!MakeRoomLocked(t, bytes)) return false;
+  ChunkKv in = ToTier(kv, t, copies);
+  IMPRESS_CHECK(in.bytes() == bytes);
+  Level& L = levels_[t];
+  L.used += bytes;
+  L.entries.emplace(key, std::move(in));
   L.policy->Insert(key);
   return true;
 }
@@ -132,7 +181,7 @@ bool TieredCache::AdmitLocked(int t, uint64_t key, int64_t bytes) const {
 
 void TieredCache::PlaceLocked(int top, uint64_t key, const ChunkKv& kv, Copies* copies) {
   for (int t = top; t < static_cast<int>(levels_.size()); ++t)
-    if (InsertLocked(t, key, ToTier(kv, t, copies))) return;
+    if (CopyInLocked(t, key, kv, copies)) return;
 }
 
 std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier, int64_t* bytes) {
@@ -164,7 +213,7 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier, int64_t* bytes
   PaceCopies(copies);
   if (!out) return out;
   if (!out->k.defined()) opt_.decode(&*out);  // served from a level that holds it encoded; the entry stays so
-  AwaitCopy(*out);  // the caller's stream reads it after its copy up
+  AwaitCopy(*out, opt_.device);  // the caller's stream reads it after its copy up
   return out;
 }
 
@@ -219,7 +268,7 @@ void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& import
         ChunkKv kv = std::move(p->second);
         pending_.erase(p);
         for (size_t t = 0; t < levels_.size(); ++t)
-          if (AdmitLocked(t, key, kv.bytes()) && InsertLocked(t, key, ToTier(kv, t, &copies))) break;
+          if (AdmitLocked(t, key, kv.bytes()) && CopyInLocked(t, key, kv, &copies)) break;
         continue;
       }
       // A lower level's hit that beats the top level's next victim replaces it; the loser goes down.
@@ -228,7 +277,7 @@ void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& import
         if (hit == levels_[t].entries.end()) continue;
         if (AdmitLocked(0, key, hit->second.bytes())) {
           ChunkKv kv = TakeLocked(t, key);
-          if (!InsertLocked(0, key, ToTier(kv, 0, &copies))) InsertLocked(t, key, kv);
+          if (!CopyInLocked(0, key, kv, &copies)) InsertLocked(t, key, kv);
         }
         break;
       }

@@ -60,10 +60,15 @@ struct ChunkKv {
       : k(std::move(keys)), v(std::move(values)), enc(std::move(encoded)) {}
   at::Tensor k, v;
   EncodedKv enc;
-  // On CUDA, for an entry copied up asynchronously: the event after its copy.
-  // Whoever reads the entry (Get's caller, a demotion) waits for it on its own
-  // stream first, so the copy runs outside the cache lock and nobody reads it early.
+  // On CUDA, for an entry copied asynchronously (up into the GPU tier, or
+  // down into pinned memory): the event after its copy. Whoever reads the
+  // entry (Get's caller, a promotion or demotion) makes its own stream wait
+  // for it first, so the copy runs outside the cache lock and nobody reads it early.
   std::shared_ptr<void> ready;
+  // On CUDA, for a chunk just read from below and copied up (k and v on the
+  // device): the pinned host tensors it was copied from. A host level takes
+  // them instead of copying the KV back down; a device level drops them.
+  at::Tensor host_k, host_v;
   // What the entry occupies in its level: the decoded KV, or the encoded bytes where only those are held.
   int64_t bytes() const { return k.defined() ? static_cast<int64_t>(k.nbytes() + v.nbytes()) : enc.bytes(); }
 };
@@ -86,8 +91,10 @@ struct TierOptions {
   std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);  // fastest first, each tier at most once
   PolicyKind policy = PolicyKind::kLru;
   at::Device device = at::kCPU;  // the compute device: kCUDA on a GPU machine; kCPU emulates it
-  // Sets k and v (host, the KV dtype) from kv->enc. Required when a level is encoded.
+  // Sets k and v (host, the KV dtype) from kv->enc, and the bytes they take.
+  // Required when a level is encoded.
   std::function<void(ChunkKv* kv)> decode;
+  int64_t decoded_bytes = 0;
 };
 
 struct CacheCounters {
@@ -151,8 +158,16 @@ class TieredCache {
   // per cache tier at most (Create checks), so a fixed array: no allocation
   // per Get.
   using Copies = std::array<int64_t, kMaxTiers>;
-  // Inserts into level `t`, evicting to make room; returns false when it cannot fit.
+  // Evicts from level `t` (its victims move one level down) until `bytes`
+  // more fit; false when they cannot (too large, or the rest is pinned).
+  bool MakeRoomLocked(int t, int64_t bytes);
+  // Inserts `kv`, already in level t's memory, making room; false when it cannot fit.
   bool InsertLocked(int t, uint64_t key, ChunkKv kv);
+  // Inserts a copy of `kv` in level t's memory (ToTier), made only once there
+  // is room for it; false when it cannot fit.
+  bool CopyInLocked(int t, uint64_t key, const ChunkKv& kv, Copies* copies);
+  // The bytes `kv` takes in level t.
+  int64_t BytesIn(const ChunkKv& kv, int t) const;
   // Whether `key` may enter level `t`: room, or the policy admits it past
   // the level's next evictable victim.
   bool AdmitLocked(int t, uint64_t key, int64_t bytes) const;
@@ -164,7 +179,8 @@ class TieredCache {
   // The level of tier t, or -1.
   int LevelOf(Tier t) const;
   // A copy of `kv` in level t's memory. A copy from host memory into a level
-  // with a capped copy-in adds its bytes to `(*copies)[t]` (null: none).
+  // with a capped copy-in adds its bytes to `(*copies)[t]` (null: none). On
+  // CUDA copies up and down are only enqueued, on the caller's stream.
   ChunkKv ToTier(const ChunkKv& kv, int t, Copies* copies);
   // Inserts a copy of `kv` into the first level from `top` down that takes it.
   void PlaceLocked(int top, uint64_t key, const ChunkKv& kv, Copies* copies);

@@ -34,8 +34,8 @@ void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint
            static_cast<uint16_t*>(out->data_ptr()));
 }
 
-void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, ChunkKv* kv) {
-  const auto opts = at::TensorOptions().dtype(kv_type);
+void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, bool pinned, ChunkKv* kv) {
+  const auto opts = at::TensorOptions().dtype(kv_type).pinned_memory(pinned);
   kv->k = at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, opts);
   kv->v = at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, opts);
   DecodeChunkPart(g, 0, kv->enc.codec, kv->enc.k.data_ptr<uint8_t>(), &kv->k);

@@ -29,8 +29,9 @@ EncodedChunk EncodeChunk(KvCodec codec, const at::Tensor& k, const at::Tensor& v
 // `codec`, from `bytes` (PartBytes long) to [C, heads, d] in `kv_type` in `out`.
 void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint8_t* bytes, at::Tensor* out);
 
-// Sets kv->k and kv->v ([C, kv_heads, d] in `kv_type`, host) from kv->enc:
-// the caches' decoder (TierOptions::decode).
-void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, ChunkKv* kv);
+// Sets kv->k and kv->v ([C, kv_heads, d] in `kv_type`, host memory, pinned
+// when `pinned`, for copies up that do not wait) from kv->enc: the caches'
+// decoder (TierOptions::decode).
+void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, bool pinned, ChunkKv* kv);
 
 }  // namespace impress

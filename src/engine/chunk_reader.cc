@@ -2,13 +2,28 @@
 
 #include <ATen/ATen.h>
 
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+
 #include <array>
 
+#include "common/device_copy.h"
 #include "common/status.h"
 #include "engine/chunk_codec.h"
 #include "engine/stack_chunks.h"
 
 namespace impress {
+namespace {
+
+// On CUDA, an event after everything issued so far on the current stream; null elsewhere.
+std::shared_ptr<void> CopiedUp(const at::Device& device) {
+  if (!device.is_cuda()) return nullptr;
+  auto e = std::make_shared<at::cuda::CUDAEvent>();
+  e->record(c10::cuda::getCurrentCUDAStream(device.index()));
+  return e;
+}
+
+}  // namespace
 
 ChunkReader::ChunkReader(const ChunkReaderOptions& opt, TieredCache* cache, std::vector<ChunkBackend*> backends,
                          const LoadStream* stream)
@@ -38,13 +53,16 @@ Status ChunkReader::ReadBackends(std::vector<ChunkRead>* reads, std::vector<Tier
 }
 
 Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const std::vector<uint8_t>& parts,
-                          std::vector<ChunkParts>* out, LoadStats* stats) {
+                          std::vector<ChunkParts>* out, LoadStats* stats, DeviceSpans* spans) {
   IMPRESS_CHECK(parts.size() == chunks.size());
+  DeviceSpans none;
+  if (spans == nullptr) spans = &none;
   out->resize(chunks.size());
   const ChunkGeometry& g = opt_.geometry;
   std::vector<size_t> todo;
   std::vector<uint8_t> need(chunks.size(), 0);
   std::vector<bool> fresh(chunks.size(), false);  // nothing of it fetched before: counts as one chunk read
+  spans->Open();  // hits in a lower level are copied up
   for (size_t i = 0; i < chunks.size(); ++i) {
     ChunkParts& p = (*out)[i];
     uint8_t missing = 0;
@@ -70,6 +88,7 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
     fresh[i] = !p.k.defined() && !p.v.defined() && !p.probe.defined();
     todo.push_back(i);
   }
+  spans->Close();
   if (todo.empty()) return Status::OK();
   const std::vector<int64_t> full = {g.chunk_tokens, g.kv_heads, g.head_dim};
   const std::vector<int64_t> probe = {g.chunk_tokens, g.probe_kv_heads, g.head_dim};
@@ -93,6 +112,7 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   std::vector<Tier> from;
   RETURN_IF_ERROR(ReadBackends(&reads, &from));
   TierCounts bytes;
+  spans->Open();  // what was read goes up
   for (size_t j = 0; j < todo.size(); ++j) {
     ChunkParts& p = (*out)[todo[j]];
     const uint8_t m = need[todo[j]];
@@ -108,20 +128,51 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
       (part == 0 ? p.enc.k : p.enc.v) = paid < raw[j][part].nbytes() ? held.clone() : held;  // no spare room
       p.enc.codec = reads[j].codec;
     }
-    if (m & kKeys) p.k = got[j][0];
-    if (m & kValues) p.v = got[j][1];
-    if (m & kProbeKeys) p.probe = got[j][2];
+    // On CUDA each part read goes up once, here (from pinned memory, only
+    // enqueued on this thread's stream); the cache takes that copy.
+    if (m & kKeys) p.k = ToDevice(got[j][0], opt_.device);
+    if (m & kValues) p.v = ToDevice(got[j][1], opt_.device);
+    if (m & kProbeKeys) p.probe = ToDevice(got[j][2], opt_.device);
     p.tier = tier;
     if (fresh[todo[j]]) {
       (tier == Tier::kRemote ? stats->remote_chunks : stats->disk_chunks)++;
       stats->chunks++;
     }
-    if (p.k.defined() && p.v.defined()) cache_->Put(CacheKey(chunks[todo[j]], layer), ChunkKv{p.k, p.v, p.enc});
   }
+  std::shared_ptr<void> copied = CopiedUp(opt_.device);  // after every copy up above (null on the CPU)
+  for (size_t j = 0; j < todo.size(); ++j) {
+    const ChunkParts& p = (*out)[todo[j]];
+    if (!p.k.defined() || !p.v.defined()) continue;
+    ChunkKv kv{p.k, p.v, p.enc};
+    if (copied != nullptr) {
+      kv.ready = copied;
+      const uint8_t m = need[todo[j]];
+      if ((m & kKeys) && (m & kValues)) {  // both read now: a host level takes their pinned source
+        kv.host_k = got[j][0];
+        kv.host_v = got[j][1];
+      }
+    }
+    cache_->Put(CacheKey(chunks[todo[j]], layer), kv);
+  }
+  spans->Close();
   stats->bytes += bytes;
   for (Tier t : {Tier::kDisk, Tier::kRemote})
     if (bytes[t] > 0) cache_->RecordRead(t, bytes[t]);
   return Status::OK();
+}
+
+void ChunkReader::WarmPinnedPool(int64_t bytes) const {
+  if (!opt_.device.is_cuda()) return;
+  const ChunkGeometry& g = opt_.geometry;
+  const auto pinned = at::TensorOptions().dtype(opt_.kv_type).pinned_memory(true);
+  std::vector<at::Tensor> held;
+  int64_t taken = 0;
+  while (taken < bytes) {  // keys and values, then the probe copy, as a read takes them
+    held.push_back(at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, pinned));
+    held.push_back(at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, pinned));
+    held.push_back(at::empty({g.chunk_tokens, g.probe_kv_heads, g.head_dim}, pinned));
+    for (size_t i = held.size() - 3; i < held.size(); ++i) taken += static_cast<int64_t>(held[i].nbytes());
+  }
 }
 
 void ChunkReader::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {

@@ -36,7 +36,7 @@ struct LoadStats {
 };
 
 // Parts of one (chunk, layer) as a selective load gathers them: [C, heads, d]
-// on the host or the GPU tier's device; undefined until fetched.
+// on the model's device; undefined until fetched.
 struct ChunkParts {
   at::Tensor k, v, probe;
   EncodedKv enc;            // the keys' and values' bytes as a backend with a codec served them
@@ -59,9 +59,12 @@ class ChunkReader {
   // Makes the parts asked for chunks[i] (`parts[i]`, ChunkPart bits) present
   // in (*out)[i]: a cached chunk gives keys and values (and probe keys as a
   // slice of its keys), a missing one is read from the backends, only the
-  // parts asked for. One batch per backend.
+  // parts asked for. One batch per backend. On CUDA each part read is copied
+  // up once, enqueued on the calling thread's stream, and that copy is what
+  // the cache is offered.
+  // `spans` (may be null) gets a span around each burst of device work.
   Status Fetch(const std::vector<uint64_t>& chunks, int layer, const std::vector<uint8_t>& parts,
-               std::vector<ChunkParts>* out, LoadStats* stats);
+               std::vector<ChunkParts>* out, LoadStats* stats, DeviceSpans* spans = nullptr);
   Status Fetch(const std::vector<uint64_t>& chunks, int layer, uint8_t parts, std::vector<ChunkParts>* out,
                LoadStats* stats) {
     return Fetch(chunks, layer, std::vector<uint8_t>(chunks.size(), parts), out, stats);
@@ -78,6 +81,11 @@ class ChunkReader {
   // last takes what none holds, and reports it). `tiers`, when given, gets
   // each read's tier.
   Status ReadBackends(std::vector<ChunkRead>* reads, std::vector<Tier>* tiers);
+
+  // On CUDA, takes `bytes` of pinned host memory in the sizes reads use and
+  // gives it back, so that LibTorch's pinned pool holds it before anything
+  // is timed (pinned allocation is slow). A no-op elsewhere.
+  void WarmPinnedPool(int64_t bytes) const;
 
   static uint64_t CacheKey(uint64_t chunk, int layer) { return (chunk << 12) | static_cast<uint64_t>(layer); }
 

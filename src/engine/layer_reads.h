@@ -22,7 +22,9 @@ namespace impress {
 template <class T>
 class LayerReads {
  public:
-  LayerReads(int layers, std::function<T(int)> read, const LoadStream& stream)
+  // `read(l, spans)` reads layer l, opening and closing `spans` around its
+  // bursts of device work when it runs early on the load stream (else null).
+  LayerReads(int layers, std::function<T(int, DeviceSpans*)> read, const LoadStream& stream)
       : reads_(layers), read_(std::move(read)), stream_(stream), timeline_(stream, layers) {}
   ~LayerReads() {
     for (size_t l = 0; l < reads_.size(); ++l) {
@@ -38,27 +40,30 @@ class LayerReads {
     if (l >= static_cast<int>(reads_.size()) || reads_[l].valid()) return;
     reads_[l] = std::async(std::launch::async, [this, l] {
       c10::InferenceMode guard;
-      if (!stream_.active()) return read_(l);
+      if (!stream_.active()) return read_(l, nullptr);
       LoadStream::Scope on_load = stream_.Enter();
       timeline_.LoadBegun(l);  // written by layer l's thread, read after its future
-      T t = read_(l);
+      T t = read_(l, timeline_.spans(l));
       timeline_.LoadDone(l);
       return t;
     });
   }
   T Take(int l) {
     timeline_.Asking(l);
-    T t = reads_[l].valid() ? reads_[l].get() : read_(l);
+    T t = reads_[l].valid() ? reads_[l].get() : read_(l, nullptr);
     stream_.Wait(timeline_.loaded(l));  // nothing to wait for when read here, or on the CPU
     timeline_.Got(l);
     return t;
   }
   // CUDA: the layers' device intervals; call once the request's logits are on the host.
-  std::vector<DeviceLayerTimes> DeviceTimes() { return timeline_.Collect(); }
+  // `demand[l]`: layer l's reads made after it was taken (DeviceTimeline::Collect).
+  std::vector<DeviceLayerTimes> DeviceTimes(const std::vector<DeviceSpans>* demand = nullptr) {
+    return timeline_.Collect(demand);
+  }
 
  private:
   std::vector<std::future<T>> reads_;
-  std::function<T(int)> read_;
+  std::function<T(int, DeviceSpans*)> read_;
   const LoadStream& stream_;
   DeviceTimeline timeline_;
 };

@@ -34,6 +34,10 @@ class RequestObserver final : public SelectionObserver {
     Mark();
     if (also_ != nullptr) also_->OnStepEnd(l, step);
   }
+  void OnReadBack(int l) override {
+    trace_->layer_host_syncs.at(l)++;
+    if (also_ != nullptr) also_->OnReadBack(l);
+  }
   // Adds the importance to the history as a mean attention weight per token.
   void OnImportance(int l, const at::Tensor& imp, int64_t rows) override {
     if (record_) store_.RecordImportance(lease_, l, imp.sum(0) / static_cast<double>(imp.size(0) * rows));
@@ -150,6 +154,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
   const int64_t m = lease.tokens();
   std::vector<int32_t> rest(context.begin() + m, context.end());
   trace->selection = SelectionCounters(layers);
+  trace->layer_host_syncs.assign(layers, 0);
   at::Tensor last;
   Status load_error;
   const DenseKvCache* computed = nullptr;  // the new tokens' KV, from position kv_offset
@@ -161,6 +166,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     StoreSelector selector(system, *store, model, lease, opt, trace);
     auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
     last = LastLogProbs(model.Forward(rest, m, *selected));
+    trace->ttft_ms = Ms(start, Clock::now());  // the logits are on the host; the timeline is not TTFT
     trace->device_layers = selector.DeviceTimes();
     load_error = selector.status();
     computed = &selected->tail();
@@ -182,7 +188,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     trace->reused_tokens = m;
   }
   trace->computed_tokens = static_cast<int64_t>(context.size()) - trace->reused_tokens;
-  trace->ttft_ms = Ms(start, Clock::now());
+  if (m == 0 || trace->recomputed_after_error) trace->ttft_ms = Ms(start, Clock::now());
 
   const auto t0 = Clock::now();
   ASSIGN_OR_RETURN(trace->stored_chunks, store->Insert(prefix, *computed, kv_offset));

@@ -52,6 +52,10 @@ struct RequestTrace {
   int64_t prefix_chunks = 0;             // chunks of the matched prefix (per layer)
   // (chunk, layer) pairs whose K or V a selection read, over all layers.
   int64_t kv_chunks() const;
+  // Per layer: the selection's read-backs to the host (SelectionObserver::
+  // OnReadBack), each a host synchronisation on CUDA and counted on every
+  // device (docs/gpu.md). Sized to the model's layers for systems that reuse.
+  std::vector<int64_t> layer_host_syncs;
   // On CUDA, per layer: the read-ahead's and the compute's intervals on the
   // device and the compute stream's wait (engine/load_stream.h); empty on the CPU.
   std::vector<DeviceLayerTimes> device_layers;

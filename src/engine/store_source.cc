@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/device_copy.h"
 #include "model/model.h"
 
 namespace impress {
@@ -35,7 +36,7 @@ at::Tensor LocalIndex(const at::Tensor& slots, const std::vector<int64_t>& need,
   auto acc = slots.accessor<int64_t, 1>();
   std::vector<int64_t> out;
   for (int64_t i = 0; i < acc.size(0); ++i) out.push_back(slot[acc[i] / c] * c + acc[i] % c);
-  return at::tensor(out, at::kLong).to(device);
+  return ToDevice(at::tensor(out, at::kLong), device);
 }
 
 // Whether Fetch would read anything of `what` for a chunk that has `x`.
@@ -76,7 +77,13 @@ StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLea
                          const RequestOptions& ro, RequestTrace* trace)
     : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
       first_parts_(PartsOf(ahead)), speculate_(ro.speculate && ro.prefetch && ahead == ReadAhead::kProbeKeys),
-      first_reads_(model.config().num_layers, [this](int l) { return ReadFirst(l); }, store.load_stream()) {
+      first_reads_(model.config().num_layers, [this](int l, DeviceSpans* spans) { return ReadFirst(l, spans); }, store.load_stream()) {
+  // Each layer's token order, on the device once per lease (on the CPU the lease's own).
+  if (lease.reordered()) {
+    for (const at::Tensor& slots : lease.slot_of) token_order_.push_back(ToDevice(slots, model.device()));
+    token_order_ready_ = store.load_stream().Mark();  // the copies up, for reads on the load stream
+  }
+  for (int l = 0; l < model.config().num_layers; ++l) demand_spans_.emplace_back(&store.load_stream());
   if (prefetch_) first_reads_.Start(0);
 }
 
@@ -106,21 +113,17 @@ std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
 
 // With speculation, the K and V of the chunks last_guess_ names instead of
 // their probe keys, in the same batch.
-StoreSource::FirstRead StoreSource::ReadFirst(int l) {
+StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
+  store_.load_stream().Wait(token_order_ready_);  // on the load stream: after the token order's copy up
   FirstRead r;
   std::vector<uint8_t> want(chunks_.size(), first_parts_);
   if (speculate_ && last_guess_.tokens.defined()) {
     r.guessed = GuessedChunks(last_guess_, l);
     for (int64_t i : r.guessed) want[i] = kKeys | kValues;
   }
-  r.status = store_.reader().Fetch(chunks_, l, want, &r.parts, &r.stats);
-  // On CUDA the read-ahead also brings what it read to the device (on the
+  // On CUDA what it reads is on the device when Fetch returns (copied on the
   // load stream when started early), so that the layer finds it there.
-  const at::Device dev = model_.device();
-  if (r.status.ok() && dev.is_cuda())
-    for (ChunkParts& p : r.parts)
-      for (at::Tensor* t : {&p.k, &p.v, &p.probe})
-        if (t->defined() && !t->is_cuda()) *t = t->to(dev, /*non_blocking=*/t->is_pinned());
+  r.status = store_.reader().Fetch(chunks_, l, want, &r.parts, &r.stats, spans);
   // What every layer reads first is also stacked here, in token order, so
   // that the layer finds it ready: keys and values, keys, or the probe keys
   // (of a chunk read whole, its first probe heads' keys).
@@ -131,8 +134,10 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l) {
       if (first_parts_ & kValues) vs.push_back(p.v);
     }
     const int64_t heads = first_parts_ == kProbeKeys ? store_.geometry().probe_kv_heads : 0;
+    if (spans != nullptr) spans->Open();
     r.k = store_.reader().StackChunks(ks, TokenOrder(l), heads);
     if (!vs.empty()) r.v = store_.reader().StackChunks(vs, TokenOrder(l));
+    if (spans != nullptr) spans->Close();
   }
   return r;
 }
@@ -172,7 +177,8 @@ Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>& which) {
     sub.push_back(parts_[i]);
   }
   auto t0 = Clock::now();
-  Status s = store_.reader().Fetch(ids, layer_, what, &sub, &trace_->load);
+  Status s = store_.reader().Fetch(ids, layer_, std::vector<uint8_t>(ids.size(), what), &sub, &trace_->load,
+                                   &demand_spans_[layer_]);
   trace_->io_ms += Ms(t0, Clock::now());
   RETURN_IF_ERROR(s);
   for (size_t j = 0; j < which.size(); ++j) parts_[which[j]] = std::move(sub[j]);
@@ -180,10 +186,18 @@ Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>& which) {
 }
 
 at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part,
-                              const at::Tensor& rows) const {
+                              const at::Tensor& rows) {
   std::vector<at::Tensor> xs;
   for (int64_t i : which) xs.push_back(parts_[i].*part);
-  return store_.reader().StackChunks(xs, rows);
+  return StackNow(xs, rows);
+}
+
+at::Tensor StoreSource::StackNow(const std::vector<at::Tensor>& parts, const at::Tensor& rows, int64_t heads) {
+  DeviceSpans& spans = demand_spans_[layer_];
+  spans.Open();
+  at::Tensor out = store_.reader().StackChunks(parts, rows, heads);
+  spans.Close();
+  return out;
 }
 
 void StoreSource::ObserveWhole() {
@@ -192,7 +206,7 @@ void StoreSource::ObserveWhole() {
   store_.reader().ObserveWhole(chunks_, layer_);
 }
 
-at::Tensor StoreSource::TokenOrder(int l) const { return lease_.reordered() ? lease_.slot_of[l] : at::Tensor(); }
+at::Tensor StoreSource::TokenOrder(int l) const { return lease_.reordered() ? token_order_[l] : at::Tensor(); }
 
 at::Tensor StoreSource::ChunkOf(int layer) {
   GatherTimer timer(trace_);
@@ -246,7 +260,7 @@ Status StoreSource::ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) {
   // KV heads than asked; a cached or guessed one has all its keys.
   std::vector<at::Tensor> pk;
   for (auto& x : parts_) pk.push_back(x.probe.defined() ? x.probe : x.k);
-  *k = store_.reader().StackChunks(pk, TokenOrder(layer), kv_heads);
+  *k = StackNow(pk, TokenOrder(layer), kv_heads);
   return Status::OK();
 }
 
@@ -268,7 +282,7 @@ Status StoreSource::Values(int layer, const at::Tensor& used, at::Tensor* v) {
     }
   std::vector<at::Tensor> vs;
   for (const ChunkParts& x : parts_) vs.push_back(x.v.defined() ? x.v : zero);
-  *v = store_.reader().StackChunks(vs, TokenOrder(layer));
+  *v = StackNow(vs, TokenOrder(layer));
   return Status::OK();
 }
 

@@ -50,7 +50,7 @@ class StoreSource final : public PrefixSource {
   Status Values(int layer, const at::Tensor& used, at::Tensor* v) override;
   Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) override;
   // CUDA: the layers' device intervals (once the logits are on the host).
-  std::vector<DeviceLayerTimes> DeviceTimes() { return first_reads_.DeviceTimes(); }
+  std::vector<DeviceLayerTimes> DeviceTimes() { return first_reads_.DeviceTimes(&demand_spans_); }
 
  private:
   // A layer's guess at the next one's chunks: its gathered positions and
@@ -68,14 +68,16 @@ class StoreSource final : public PrefixSource {
     // kKeys the keys; kProbeKeys the probe keys ([probe KV heads, P, d]).
     at::Tensor k, v;
   };
-  FirstRead ReadFirst(int l);
+  FirstRead ReadFirst(int l, DeviceSpans* spans);
   std::vector<int64_t> GuessedChunks(const Guess& g, int l) const;
   std::vector<int64_t> Every() const;  // every chunk index, ascending
   // Makes `what` present for the chunks `which` of the current layer (no
   // read when they have it).
   Status FetchSome(uint8_t what, const std::vector<int64_t>& which);
   // One part of the chunks `which`, stacked (ChunkReader::StackChunks, `rows` of their concatenation).
-  at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part, const at::Tensor& rows) const;
+  at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part, const at::Tensor& rows);
+  // ChunkReader::StackChunks on the compute thread, within the layer's on-demand spans.
+  at::Tensor StackNow(const std::vector<at::Tensor>& parts, const at::Tensor& rows, int64_t heads = 0);
   // The rows of every chunk's concatenation in token order for layer l (undefined: as stored).
   at::Tensor TokenOrder(int l) const;
   // Tells the cache policy that the current layer used every token (placement).
@@ -99,6 +101,12 @@ class StoreSource final : public PrefixSource {
   // which takes that read before layer l+1's selection writes here.
   Guess last_guess_;
   std::vector<int64_t> guessed_;  // the current layer's chunks read on the guess
+  // Per layer, the lease's slots (token order) on the model's device, and
+  // the point on the compute stream after their copies up (CUDA).
+  std::vector<at::Tensor> token_order_;
+  LoadStream::Ready token_order_ready_;
+  // Per layer (CUDA): the device work of reads after its selection, on the compute stream.
+  std::vector<DeviceSpans> demand_spans_;
   LayerReads<FirstRead> first_reads_;  // last: it waits for running reads before the rest goes
 };
 

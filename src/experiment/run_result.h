@@ -58,13 +58,22 @@ struct DeviceTimelineSection {
   struct Layer {
     double load_ms = 0, compute_ms = 0, wait_ms = 0;
   };
-  double copy_hidden_share = 0;   // of the read-aheads' device time, the share the compute stream did not wait for
+  double copy_hidden_share = 0;   // of the load stream's busy time, the share that overlaps compute (docs/gpu.md)
   std::vector<Layer> per_layer_mean;
 };
 
 // A request's mean selection time in parts (engine/request.h, RequestTrace).
 struct SelectParts {
   double importance_ms = 0, decision_ms = 0, gather_ms = 0;
+};
+
+// The selection's read-backs to the host per layer (RequestTrace::
+// layer_host_syncs): on CUDA each is a host synchronisation; counted the same
+// on the CPU. Over every (measured request, layer) pair of a reusing system,
+// and apart on the layers where IMPRESS fell back to H2O.
+struct HostSyncSection {
+  double mean = 0, fallback_layers = 0, other_layers = 0;
+  int64_t max = 0;
 };
 
 struct RunResult {
@@ -74,6 +83,7 @@ struct RunResult {
   double io_ms_mean = 0, io_share = 0, select_ms_mean = 0;
   SelectParts select_parts;
   double placement_ms_mean = 0;  // the cache policy placing chunks on what selections used
+  HostSyncSection host_syncs_per_layer;
   TierCounts bytes_read;
   double hit_gpu = 0, hit_cpu = 0;  // of every chunk load
   int64_t chunks_read = 0, remote_chunks_read = 0;

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "common/progress.h"
@@ -38,6 +39,9 @@ struct SystemRun {
   std::vector<int64_t> layer_kv_chunks;  // per layer: chunks whose K/V a selection read
   int64_t prefix_chunks = 0;             // chunks available per layer, summed over requests
   int64_t speculated = 0, speculated_used = 0;  // RequestTrace's, summed
+  // Host read-backs: summed over (request, layer) pairs on fallback layers
+  // and elsewhere, those pairs' counts, and the most on one layer.
+  int64_t syncs_fallback = 0, syncs_other = 0, layers_fallback = 0, layers_other = 0, syncs_max = 0;
   SelectionCounters selection;
   bool reorder = false;
   int64_t reorder_passes = 0;
@@ -46,6 +50,7 @@ struct SystemRun {
   // CUDA: per layer, summed over requests, the read-ahead's device interval,
   // the layer's compute and the compute stream's wait (engine/load_stream.h).
   std::vector<double> device_load, device_compute, device_wait;
+  double device_busy = 0, device_hidden = 0;  // the load stream's busy ms, and of it, overlapping compute
   int64_t device_requests = 0;
   std::optional<FillCounts> fill;      // what opening the store computed or adopted
   std::optional<RemoteTally> remote;   // the remote tier's counters over this system's run (with --remote)
@@ -81,14 +86,23 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
     device_load.resize(n, 0), device_compute.resize(n, 0), device_wait.resize(n, 0);
     for (size_t l = 0; l < n; ++l) {
       const DeviceLayerTimes& d = t.device_layers[l];
-      device_load[l] += d.load_end - d.load_begin;
+      for (const auto& [b, e] : d.load_busy) device_load[l] += e - b;
       device_compute[l] += d.compute_end - d.compute_begin;
       device_wait[l] += d.wait;
     }
+    double busy = 0;
+    device_hidden += HiddenLoadMs(t.device_layers, &busy);
+    device_busy += busy;
     device_requests++;
   }
   speculated += t.speculated_chunks;
   speculated_used += t.speculated_used;
+  for (size_t l = 0; l < t.layer_host_syncs.size(); ++l) {
+    const bool fell_back = l < t.selection.fallbacks.size() && t.selection.fallbacks[l] > 0;
+    (fell_back ? syncs_fallback : syncs_other) += t.layer_host_syncs[l];
+    (fell_back ? layers_fallback : layers_other)++;
+    syncs_max = std::max(syncs_max, t.layer_host_syncs[l]);
+  }
 }
 
 RunResult SystemRun::Summarize(int reorder_every) const {
@@ -101,6 +115,9 @@ RunResult SystemRun::Summarize(int reorder_every) const {
   r.select_ms_mean = Mean(select);
   if (n > 0) r.select_parts = {importance / n, decision / n, gather / n};
   if (n > 0) r.placement_ms_mean = placement / n;
+  auto per = [](int64_t syncs, int64_t layers) { return layers > 0 ? double(syncs) / layers : 0.0; };
+  r.host_syncs_per_layer = {per(syncs_fallback + syncs_other, layers_fallback + layers_other),
+                            per(syncs_fallback, layers_fallback), per(syncs_other, layers_other), syncs_max};
   r.bytes_read = bytes;
   r.hit_gpu = chunk_loads ? double(hits[Tier::kGpu]) / chunk_loads : 0;
   r.hit_cpu = chunk_loads ? double(hits[Tier::kCpu]) / chunk_loads : 0;
@@ -130,16 +147,13 @@ RunResult SystemRun::Summarize(int reorder_every) const {
   r.speculated_used_share = speculated ? double(speculated_used) / speculated : 0;
   r.per_request = per_request;
   if (device_requests > 0) {
-    // The share of the read-aheads' time on the device that the compute
-    // stream did not wait for: hidden under the previous layers' compute.
+    // The share of the load stream's busy time that overlaps the compute
+    // stream's (docs/gpu.md): copies hidden under compute.
     DeviceTimelineSection d;
-    double load = 0, wait = 0;
     const double reqs = static_cast<double>(device_requests);
-    for (size_t l = 0; l < device_load.size(); ++l) {
-      load += device_load[l], wait += device_wait[l];
+    for (size_t l = 0; l < device_load.size(); ++l)
       d.per_layer_mean.push_back({device_load[l] / reqs, device_compute[l] / reqs, device_wait[l] / reqs});
-    }
-    d.copy_hidden_share = load > 0 ? std::max(0.0, 1.0 - wait / load) : 0.0;
+    d.copy_hidden_share = device_busy > 0 ? device_hidden / device_busy : 0.0;
     r.device_timeline = d;
   }
   r.fill = fill;
@@ -275,6 +289,8 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   const int64_t refused = remote != nullptr ? remote->counters().codec_mismatches.load() : 0;
   auto store = OpenFilledStore(m, so, w.pool_ids, &*run->fill);
   if (remote != nullptr) run->fill->remote_codec_mismatches = remote->counters().codec_mismatches.load() - refused;
+  // On CUDA the caches' and the reads' pinned memory exists before the first request is timed.
+  if (store.ok()) (*store)->reader().WarmPinnedPool(o.gpu_cache + o.cpu_cache);
   return store;
 }
 

@@ -2,6 +2,7 @@
 // the highest importance under its own queries (PAPER.md section 1).
 #include <ATen/ATen.h>
 
+#include "common/device_copy.h"
 #include "select/importance.h"
 #include "select/method.h"
 
@@ -11,12 +12,15 @@ StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64
   const int l = qkv.layer;
   SelectedPrefix s;
   RETURN_IF_ERROR(src.Keys(l, &s.kv.k));
-  at::Tensor imp = PrefixImportance(qkv.q, s.kv.k, qkv.k, qkv.scale);  // [Hq, P]
+  // [Hq, P], computed on the device, ranked on the host.
+  const at::Tensor imp = ReadBack(PrefixImportance(qkv.q, s.kv.k, qkv.k, qkv.scale), l, observer);
   if (observer != nullptr) {
     observer->OnStepEnd(l, SelectStep::kImportance);
     observer->OnImportance(l, imp, qkv.q.size(1));
   }
-  SetsUnion(TopKSets(imp, k), s.kv.k.size(1), &s.used, &s.kv.keep);
+  at::Tensor keep;
+  SetsUnion(TopKSets(imp, k), s.kv.k.size(1), &s.used, &keep);
+  s.kv.keep = ToDevice(keep, s.kv.k.device());
   RETURN_IF_ERROR(src.Values(l, s.used, &s.kv.v));
   s.total = s.kv.k.size(1);
   s.kept = k;

@@ -82,7 +82,7 @@ void SetsUnion(const at::Tensor& sets, int64_t p, at::Tensor* used, at::Tensor* 
   for (int64_t i = 0; i < p; ++i)
     if (any[i]) u.push_back(i);
   *used = at::tensor(u, at::kLong);
-  *mask = m.to(sets.device());
+  *mask = m;
 }
 
 namespace {

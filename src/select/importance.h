@@ -24,7 +24,7 @@ at::Tensor TopKSets(const at::Tensor& importance, int64_t k);
 
 // The union of the rows of `sets` [H, k] (indices below p), ascending, and
 // the mask [H, p] (bool) of each row's own: H2O's tokens to read and each
-// head's view of them. On the host; `mask` on the device of `sets`.
+// head's view of them. Both on the host.
 void SetsUnion(const at::Tensor& sets, int64_t p, at::Tensor* used, at::Tensor* mask);
 
 // |A ∩ B| / |A ∪ B| of two index sets given as 1-D tensors of distinct indices.

@@ -5,6 +5,7 @@
 // takes the H2O path.
 #include <ATen/ATen.h>
 
+#include "common/device_copy.h"
 #include "select/importance.h"
 #include "select/method.h"
 
@@ -21,9 +22,9 @@ at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, cons
   // Elsewhere each probe head is paired with its own KV head's keys.
   std::vector<int64_t> kv;
   for (int64_t h : heads) kv.push_back(h / g);
-  const at::Tensor hi = at::tensor(heads, at::kLong).to(qkv.q.device());
-  const at::Tensor ki = at::tensor(kv, at::kLong).to(qkv.q.device());
-  return PrefixImportance(qkv.q.index_select(0, hi), probe_keys.index_select(0, ki.to(probe_keys.device())),
+  const at::Tensor hi = ToDevice(at::tensor(heads, at::kLong), qkv.q.device());
+  const at::Tensor ki = ToDevice(at::tensor(kv, at::kLong), qkv.q.device());
+  return PrefixImportance(qkv.q.index_select(0, hi), probe_keys.index_select(0, ToDevice(ki, probe_keys.device())),
                           qkv.k.index_select(0, ki), qkv.scale);
 }
 
@@ -41,7 +42,8 @@ class ItfMethod final : public RetainingMethod {
     const int64_t probe_kv = ProbeKvHeads(opt_.probe_heads, qkv.q.size(0), qkv.k.size(0), opt_.probe_layout);
     at::Tensor probe_keys;
     RETURN_IF_ERROR(src.ProbeKeys(l, probe_kv, &probe_keys));
-    const at::Tensor imp = ProbeImportance(opt_, qkv, probe_keys);
+    // Computed on the device, decided on the host.
+    const at::Tensor imp = ReadBack(ProbeImportance(opt_, qkv, probe_keys), l, obs);
     if (obs != nullptr) obs->OnStepEnd(l, SelectStep::kImportance);
     // The chunk unit ranks the chunks as the source stores them (reordered ones included).
     const ItfDecision d = opt_.unit == ItfUnit::kChunk ? DecideItf(imp, k, opt_.alpha, src.ChunkOf(l), src.chunks())

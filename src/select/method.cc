@@ -1,5 +1,6 @@
 #include "select/method.h"
 
+#include "common/device_copy.h"
 #include "select/importance.h"
 
 namespace impress {
@@ -24,6 +25,11 @@ StatusOr<SelectedPrefix> RetainingMethod::Select(const LayerQkv& qkv, PrefixSour
   const int64_t p = src.tokens();
   if (p == 0 || Ahead(p) == ReadAhead::kAll) return SelectAll(qkv, src);  // keeping everything is full reuse, exactly
   return SelectK(qkv, src, RetainedTokens(opt_.retention, p), observer);
+}
+
+at::Tensor ReadBack(const at::Tensor& t, int layer, SelectionObserver* observer) {
+  if (observer != nullptr) observer->OnReadBack(layer);
+  return ToHostNow(t);
 }
 
 StatusOr<SelectedPrefix> SelectAll(const LayerQkv& qkv, PrefixSource& src) {

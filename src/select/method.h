@@ -67,6 +67,9 @@ class SelectionObserver {
   virtual ~SelectionObserver() = default;
   // `step` of layer `layer`'s selection has just ended.
   virtual void OnStepEnd(int layer, SelectStep step) {}
+  // Layer `layer`'s selection read a result back to the host (ReadBack): on
+  // CUDA a host synchronisation.
+  virtual void OnReadBack(int layer) {}
   // Importance [H, P] (token order) of `rows` query rows that a selection
   // ranked by: H2O's over every query head, ITF's over the probe heads.
   virtual void OnImportance(int layer, const at::Tensor& importance, int64_t rows) {}
@@ -117,6 +120,13 @@ std::unique_ptr<SelectionMethod> MakeH2OMethod(const SelectorOptions& opt);
 std::unique_ptr<SelectionMethod> MakeItfMethod(const SelectorOptions& opt);
 
 // Shared steps of the methods.
+// What a selection ranks by, in host memory, where it decides. On CUDA this
+// is the layer's host synchronisation, the only one a selection makes
+// (engine/load_stream.h): everything it computes before stays on the
+// device, everything after is host arithmetic and indices copied up without
+// waiting. Told to `observer` on every device, so that the CPU path counts
+// the waits CUDA would have.
+at::Tensor ReadBack(const at::Tensor& t, int layer, SelectionObserver* observer);
 // Every token, every head: what each method does when k covers the prefix.
 StatusOr<SelectedPrefix> SelectAll(const LayerQkv& qkv, PrefixSource& src);
 // Each query head keeps its own top-k by H2O importance; a KV head's values

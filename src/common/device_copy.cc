@@ -1,0 +1,17 @@
+#include "common/device_copy.h"
+
+#include <ATen/ATen.h>
+
+namespace impress {
+
+at::Tensor ToDevice(const at::Tensor& t, const c10::Device& device) {
+  if (!t.defined() || t.device() == device) return t;
+  if (!device.is_cuda() || !t.is_cpu()) return t.to(device);
+  // A pageable source would make the copy wait for the stream's earlier work.
+  const at::Tensor pinned = t.is_pinned() ? t : t.pin_memory();
+  return pinned.to(device, /*non_blocking=*/true);
+}
+
+at::Tensor ToHostNow(const at::Tensor& t) { return t.is_cpu() ? t : t.to(at::kCPU); }
+
+}  // namespace impress
