@@ -10,12 +10,14 @@
 # model's GGUF comes in three parts; each part is kept in build-gpu/ (ignored
 # by git, so it stays on the machine while it is warm) until the last arrives.
 #  call 1: build (impress, the tests, the store bench); the CUDA tests
-#          (tests/cuda_test.cc: every tier on CUDA against the CPU) and the
-#          model tests against transformers on CUDA.
+#          (tests/cuda_test.cc: every tier on CUDA against the CPU), the model
+#          tests against transformers on CUDA and the reuse tests, on the tiny
+#          checkpoints.
 #  call 2: keeps the GGUF's second part; nothing else (a short call).
 #  call 3: joins the GGUF (its sha256 against gpu_prepare's), converts it with
 #          scripts/prepare_smollm2.py and checks the weights' digest against
-#          `make setup`'s; `impress run` fp16 on CUDA with the trained model,
+#          `make setup`'s; the CUDA and model tests again on it (SmolLM2's
+#          fixtures); `impress run` fp16 on CUDA with the trained model,
 #          all seven systems, PIQA then RTE, 8 prefixes of ~4K tokens against
 #          128 MB GPU and 256 MB CPU caches, on a file system that takes
 #          O_DIRECT (the first of build-gpu/, /var/tmp, /tmp that does); last,
@@ -63,11 +65,15 @@ keep_part() {  # the part this call carried, kept for call 3
   cp "$carry"/gguf.part"$call" "$parts/" && ls -l "$parts"
 }
 
+# cuda_tests FILTER [MODEL]: the fixtures (the tiny checkpoints, and with MODEL
+# SmolLM2's too, with transformers' outputs), then the tests FILTER names.
 cuda_tests() {
-  limit 120 python3 scripts/make_fixtures.py --tiny-only --out build-gpu/fixtures 2>&1 | grep -v -E "Loading|it/s" | tail -3
+  local fixtures=(--tiny-only); [ -n "${2:-}" ] && fixtures=(--model "$2")
+  limit 120 python3 scripts/make_fixtures.py "${fixtures[@]}" --out build-gpu/fixtures 2>&1 |
+    grep -v -E "Loading|it/s" | tail -3
   IMPRESS_FIXTURES=$PWD/build-gpu/fixtures IMPRESS_TEST_DEVICE=$tests_device IMPRESS_CUDA_TEST_DEVICE=$tests_device \
-    limit 200 build-gpu/impress_tests --gtest_filter='*CudaPath*:*ModelVsTransformers*:*ReuseTest*' 2>&1 |
-    tee "$out/cuda_tests.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|OK \]" | tail -40
+    limit 200 build-gpu/impress_tests --gtest_filter="$1" 2>&1 |
+    tee -a "$out/cuda_tests.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|OK \]" | tail -40
   grep -q "^\[  PASSED  \]" "$out/cuda_tests.log" && ! grep -q "^\[  FAILED  \]" "$out/cuda_tests.log"
 }
 
@@ -112,7 +118,7 @@ case "$call" in
   1)
     run "keep GGUF part 1" keep_part
     run build build_gpu impress impress_tests impress_store_bench || { step done; exit 1; }
-    run "CUDA tests" cuda_tests
+    run "CUDA tests" cuda_tests '*CudaPath*:*ModelVsTransformers*:*ReuseTest*'
     ;;
   2)
     run "keep GGUF part 2" keep_part
@@ -122,6 +128,7 @@ case "$call" in
     [ -x build-gpu/impress ] || { echo "no build-gpu/impress: call 1 did not build on this machine"; step done; exit 1; }
     model=build-gpu/smollm2-135m
     run "the trained model from its GGUF" trained_model "$model" || { step done; exit 1; }
+    run "CUDA tests on the trained model" cuda_tests '*CudaPath*smollm2*:*ModelVsTransformers*smollm2*' "$model"
     stores=$(direct_dir) || { echo "no file system here takes O_DIRECT: the store cannot run"; step done; exit 1; }
     echo "stores in $stores" | tee -a "$out/machine.txt"
     for task in piqa rte; do run "impress run, $task, all seven systems" systems_run "$task" "$model" "$stores"; done

@@ -45,7 +45,7 @@ def main():
             continue
         d = json.load(open(p))
         c = d.get("config", {})
-        print(f"## impress run, {task}, {d.get('device', '?')}, {c.get('pool')} x {c.get('prefix_tokens')}-token prefixes, "
+        print(f"## impress run, {task}, {c.get('device', '?')}, {c.get('pool')} x {c.get('prefix_tokens')}-token prefixes, "
               f"{c.get('requests')} measured requests\n")
         print("| system | TTFT mean ms | p99 ms | I/O share | copy hidden share | host syncs / layer (mean, max; fallback, other layers) "
               "| MB below the caches / request | fallback share | acc |")
