@@ -4,6 +4,7 @@
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "common/device_copy.h"
 #include "common/status.h"
 
 
@@ -103,7 +104,7 @@ ChunkKv TieredCache::ToTier(const ChunkKv& in, int t, Copies* copies) {
   }
   // Up from pinned memory the copy is only enqueued on the caller's stream,
   // and the entry carries the event after it.
-  const bool up = kv.k.device() != device;
+  const bool up = !OnDevice(kv.k, device);
   const bool async = up && cuda && kv.k.is_pinned() && kv.v.is_pinned();
   ChunkKv out{kv.k.to(device, async), kv.v.to(device, async), kv.enc};  // the encoded bytes stay on the host
   if (async) out.ready = CopiedEvent(device);

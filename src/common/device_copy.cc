@@ -4,8 +4,13 @@
 
 namespace impress {
 
+bool OnDevice(const at::Tensor& t, const c10::Device& device) {
+  const c10::Device d = t.device();
+  return d.type() == device.type() && (!device.has_index() || d.index() == device.index());
+}
+
 at::Tensor ToDevice(const at::Tensor& t, const c10::Device& device) {
-  if (!t.defined() || t.device() == device) return t;
+  if (!t.defined() || OnDevice(t, device)) return t;
   if (!device.is_cuda() || !t.is_cpu()) return t.to(device);
   // A pageable source would make the copy wait for the stream's earlier work.
   const at::Tensor pinned = t.is_pinned() ? t : t.pin_memory();

@@ -10,6 +10,9 @@
 
 namespace impress {
 
+// Whether `t` is on `device`; a CUDA device without an index names the current one.
+bool OnDevice(const at::Tensor& t, const c10::Device& device);
+
 // `t` on `device`. From host memory to CUDA the copy is made from pinned
 // memory (`t` itself when pinned, else a pinned copy) and only enqueued on
 // the current stream; the host does not wait for it.

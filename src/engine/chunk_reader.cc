@@ -187,7 +187,7 @@ at::Tensor ChunkReader::StackChunks(const std::vector<at::Tensor>& parts, const 
   on.reserve(parts.size());
   for (const auto& p : parts) {
     stream_->HandOver(p);  // a cached chunk may be made and freed on other streams
-    on.push_back(p.device() == opt_.device ? p : p.to(opt_.device, /*non_blocking=*/p.is_pinned()));
+    on.push_back(ToDevice(p, opt_.device));
   }
   return StackChunkRows(on, rows, opt_.compute_type, heads);
 }
