@@ -49,13 +49,16 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
   // The store keeps fp32 KV, so both devices read the same exact values. The
   // GPU tier holds 3 (chunk, layer) entries and the CPU tier 6, of the
   // prefix's 10 chunks x layers: nearly every read evicts, demotes or promotes.
-  PrefixStoreOptions Options(const std::string& dir, PolicyKind policy) const {
+  // With a KV codec the store keeps fp16 (what the codecs encode), read on
+  // CUDA as encoded bytes decoded on the device, on the CPU decoded on the host.
+  PrefixStoreOptions Options(const std::string& dir, PolicyKind policy, KvCodec codec) const {
     const ModelConfig& c = models_[0]->config();
-    const int64_t entry = 2LL * kChunk * c.num_kv_heads * c.head_dim * 4;
+    const int64_t entry = 2LL * kChunk * c.num_kv_heads * c.head_dim * (codec == KvCodec::kNone ? 4 : 2);
     PrefixStoreOptions o;
     o.dir = dir;
     o.chunk_tokens = kChunk;
-    o.kv_dtype = "float32";
+    o.kv_dtype = codec == KvCodec::kNone ? "float32" : "float16";
+    o.kv_codec = codec;
     o.tiers.levels = GpuCpuLevels(3 * entry, 6 * entry);
     o.tiers.policy = policy;
     return o;
@@ -77,11 +80,11 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
   };
   // On device d: `as` stores the prefix; the store is reopened (caches
   // cold); then `system` serves three requests over it (disk, then the tiers).
-  std::vector<Seen> Run(int d, const System& system, bool prefetch) {
+  std::vector<Seen> Run(int d, const System& system, bool prefetch, KvCodec codec = KvCodec::kNone) {
     TempDir dir;
     std::vector<Seen> seen;
     {
-      auto store = PrefixStore::Open(*models_[d], Options(dir.path(), system.policy));
+      auto store = PrefixStore::Open(*models_[d], Options(dir.path(), system.policy, codec));
       EXPECT_TRUE(store.ok()) << store.status().message();
       if (!store.ok()) return seen;
       RequestTrace t;
@@ -89,7 +92,7 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
       EXPECT_TRUE(RunRequest(*ParseSystem("as", 1.0, 0.6), *models_[d], store->get(), Context(0), kPrefix, &kv, &t).ok());
       EXPECT_GT(t.stored_chunks, 0);
     }
-    auto store = PrefixStore::Open(*models_[d], Options(dir.path(), system.policy));
+    auto store = PrefixStore::Open(*models_[d], Options(dir.path(), system.policy, codec));
     EXPECT_TRUE(store.ok()) << store.status().message();
     if (!store.ok()) return seen;
     for (int q = 1; q <= 3; ++q) {
@@ -104,39 +107,53 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
     }
     return seen;
   }
+  // `system` on both devices: the same chunks from the same tiers, the same answers.
+  void ExpectSameAsTheCpu(const System& system, bool prefetch, KvCodec codec) {
+    const std::vector<Seen> cpu = Run(0, system, prefetch, codec), dev = Run(1, system, prefetch, codec);
+    ASSERT_EQ(cpu.size(), 3u);
+    ASSERT_EQ(dev.size(), 3u);
+    TierCounts tiers;
+    for (size_t q = 0; q < cpu.size(); ++q) {
+      const RequestTrace &a = cpu[q].trace, &b = dev[q].trace;
+      EXPECT_LE((dev[q].logprobs - cpu[q].logprobs).abs().max().item<double>(), 1e-4) << "request " << q;
+      EXPECT_EQ(b.reused_tokens, a.reused_tokens) << "request " << q;
+      EXPECT_FALSE(b.recomputed_after_error) << b.error;
+      EXPECT_EQ(b.layer_kv_chunks, a.layer_kv_chunks) << "request " << q << ": the chunks whose K/V were read";
+      EXPECT_EQ(b.selection.kept, a.selection.kept) << "request " << q;
+      EXPECT_EQ(b.selection.fallbacks, a.selection.fallbacks) << "request " << q;
+      EXPECT_EQ(b.layer_host_syncs, a.layer_host_syncs) << "request " << q;
+      for (Tier t : {Tier::kGpu, Tier::kCpu, Tier::kDisk})
+        EXPECT_EQ(b.load.bytes[t], a.load.bytes[t]) << "request " << q << ", tier " << static_cast<int>(t);
+      tiers += b.load.bytes;
+    }
+    if (system.reuse) {  // the run went through every tier
+      EXPECT_GT(tiers[Tier::kDisk], 0);
+      EXPECT_GT(tiers[Tier::kGpu], 0);
+      EXPECT_GT(tiers[Tier::kCpu], 0) << "nothing demoted into the CPU tier was read back";
+    }
+  }
   std::vector<std::unique_ptr<Model>> models_;  // [0] the CPU, [1] CUDA (or the CPU in a rehearsal)
 };
 
 TEST_P(CudaPath, EverySystemReadsTheSameChunksFromTheSameTiersAndComputesTheSame) {
-  for (const std::string& name : SystemNames()) {
+  for (const std::string& name : SystemNames())
     for (bool prefetch : {true, false}) {
       SCOPED_TRACE(name + (prefetch ? "" : " without read-ahead"));
       auto system = ParseSystem(name, 0.25, 0.6);
       ASSERT_TRUE(system.ok());
-      const std::vector<Seen> cpu = Run(0, *system, prefetch), dev = Run(1, *system, prefetch);
-      ASSERT_EQ(cpu.size(), 3u);
-      ASSERT_EQ(dev.size(), 3u);
-      TierCounts tiers;
-      for (size_t q = 0; q < cpu.size(); ++q) {
-        const RequestTrace &a = cpu[q].trace, &b = dev[q].trace;
-        EXPECT_LE((dev[q].logprobs - cpu[q].logprobs).abs().max().item<double>(), 1e-4) << "request " << q;
-        EXPECT_EQ(b.reused_tokens, a.reused_tokens) << "request " << q;
-        EXPECT_FALSE(b.recomputed_after_error) << b.error;
-        EXPECT_EQ(b.layer_kv_chunks, a.layer_kv_chunks) << "request " << q << ": the chunks whose K/V were read";
-        EXPECT_EQ(b.selection.kept, a.selection.kept) << "request " << q;
-        EXPECT_EQ(b.selection.fallbacks, a.selection.fallbacks) << "request " << q;
-        EXPECT_EQ(b.layer_host_syncs, a.layer_host_syncs) << "request " << q;
-        for (Tier t : {Tier::kGpu, Tier::kCpu, Tier::kDisk})
-          EXPECT_EQ(b.load.bytes[t], a.load.bytes[t]) << "request " << q << ", tier " << static_cast<int>(t);
-        tiers += b.load.bytes;
-      }
-      if (system->reuse) {  // the run went through every tier
-        EXPECT_GT(tiers[Tier::kDisk], 0);
-        EXPECT_GT(tiers[Tier::kGpu], 0);
-        EXPECT_GT(tiers[Tier::kCpu], 0) << "nothing demoted into the CPU tier was read back";
-      }
+      ExpectSameAsTheCpu(*system, prefetch, KvCodec::kNone);
     }
-  }
+}
+
+// Under a KV codec the CPU tier holds encoded chunks; on CUDA a chunk's
+// encoded bytes go up and are decoded on the device (bit-identical to the
+// host's decoder), on the CPU decoded on the host.
+TEST_P(CudaPath, CodecStoresDecodeOnTheDeviceAsOnTheCpu) {
+  for (KvCodec codec : {KvCodec::kInt8, KvCodec::kInt4})
+    for (const char* name : {"as", "h2o-lfu", "impress"}) {
+      SCOPED_TRACE(std::string(name) + " " + KvCodecName(codec));
+      ExpectSameAsTheCpu(*ParseSystem(name, 0.25, 0.6), /*prefetch=*/true, codec);
+    }
 }
 
 TEST_P(CudaPath, FullReuseEqualsRecomputation) {

@@ -8,7 +8,10 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
+
+#include "select/kv_codec_tensor.h"
 
 namespace impress {
 namespace {
@@ -92,6 +95,27 @@ TEST(KvCodec, MatchesThePytorchReference) {
       ExpectMatchesReference(c, r, 16, 2, 8);   // a tiny fixture's: int4 values group the whole head
       ExpectMatchesReference(c, r, 64, 1, 64);  // a probe-key copy
     }
+}
+
+// The tensor-op decoder a GPU runs after copying the encoded bytes up
+// (DecodePartOn) is the scalar decoder bit for bit; here on the CPU, where
+// the same operations run.
+TEST(KvCodec, TensorDecoderIsTheScalarDecoder) {
+  for (KvCodec c : {KvCodec::kNone, KvCodec::kInt8, KvCodec::kInt4, KvCodec::kK8V4})
+    for (KvRole r : {KvRole::kKeys, KvRole::kValues})
+      for (auto [t, h, d] : {std::array<int, 3>{64, 3, 64}, {16, 2, 8}, {64, 1, 64}, {3, 1, 6}}) {  // the last: parameters at an odd byte offset
+        SCOPED_TRACE(std::string(KvCodecName(c)) + (r == KvRole::kKeys ? " keys " : " values ") + std::to_string(t) +
+                     "x" + std::to_string(h) + "x" + std::to_string(d));
+        const at::Tensor x = Sample(t, h, d, t * h + d);
+        const std::vector<uint8_t> bytes = Encode(c, r, x);
+        const at::Tensor b = at::from_blob(const_cast<uint8_t*>(bytes.data()), {static_cast<int64_t>(bytes.size())},
+                                           at::kByte).clone();
+        const at::Tensor want = Decode(c, r, bytes, x), got = DecodePartOn(c, r, b, t, h, d);
+        ASSERT_EQ(got.scalar_type(), at::kHalf);
+        ASSERT_EQ(got.sizes(), want.sizes());
+        // Bit for bit, a -0 included.
+        EXPECT_TRUE(got.contiguous().view(at::kShort).equal(want.view(at::kShort)));
+      }
 }
 
 TEST(KvCodec, EncodedSizes) {

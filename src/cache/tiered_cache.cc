@@ -17,13 +17,6 @@ void AwaitCopy(const ChunkKv& kv, const at::Device& device) {
     static_cast<at::cuda::CUDAEvent*>(kv.ready.get())->block(c10::cuda::getCurrentCUDAStream(device.index()));
 }
 
-// An event after everything issued so far on the current stream of `device`.
-std::shared_ptr<void> CopiedEvent(const at::Device& device) {
-  auto e = std::make_shared<at::cuda::CUDAEvent>();
-  e->record(c10::cuda::getCurrentCUDAStream(device.index()));
-  return e;
-}
-
 }  // namespace
 
 std::vector<CacheLevel> GpuCpuLevels(int64_t gpu_bytes, int64_t cpu_bytes, double h2d_bytes_per_second) {
@@ -91,7 +84,7 @@ ChunkKv TieredCache::ToTier(const ChunkKv& in, int t, Copies* copies) {
       const c10::Stream stream = c10::cuda::getCurrentCUDAStream(device.index());
       kv.k.record_stream(stream);
       kv.v.record_stream(stream);
-      out.ready = CopiedEvent(device);
+      out.ready = StreamPoint(device);
       return out;
     }
     ChunkKv out{kv.k, kv.v, kv.enc};
@@ -107,7 +100,7 @@ ChunkKv TieredCache::ToTier(const ChunkKv& in, int t, Copies* copies) {
   const bool up = !OnDevice(kv.k, device);
   const bool async = up && cuda && kv.k.is_pinned() && kv.v.is_pinned();
   ChunkKv out{kv.k.to(device, async), kv.v.to(device, async), kv.enc};  // the encoded bytes stay on the host
-  if (async) out.ready = CopiedEvent(device);
+  if (async) out.ready = StreamPoint(device);
   else if (!up) out.ready = kv.ready;  // already on the device: still after its own copy up
   const bool emulated = device.is_cpu();  // the emulated device pool: a copy, as a transfer would make
   if (emulated && !decoded) {

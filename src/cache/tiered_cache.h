@@ -91,8 +91,9 @@ struct TierOptions {
   std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);  // fastest first, each tier at most once
   PolicyKind policy = PolicyKind::kLru;
   at::Device device = at::kCPU;  // the compute device: kCUDA on a GPU machine; kCPU emulates it
-  // Sets k and v (host, the KV dtype) from kv->enc, and the bytes they take.
-  // Required when a level is encoded.
+  // Sets k and v (the KV dtype, in host memory or on the compute device; on
+  // a device with `ready` after the work that made them) from kv->enc, and
+  // the bytes they take. Required when a level is encoded.
   std::function<void(ChunkKv* kv)> decode;
   int64_t decoded_bytes = 0;
 };

@@ -1,6 +1,8 @@
 #include "common/device_copy.h"
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
 
 namespace impress {
 
@@ -15,6 +17,13 @@ at::Tensor ToDevice(const at::Tensor& t, const c10::Device& device) {
   // A pageable source would make the copy wait for the stream's earlier work.
   const at::Tensor pinned = t.is_pinned() ? t : t.pin_memory();
   return pinned.to(device, /*non_blocking=*/true);
+}
+
+std::shared_ptr<void> StreamPoint(const c10::Device& device) {
+  if (!device.is_cuda()) return nullptr;
+  auto e = std::make_shared<at::cuda::CUDAEvent>();
+  e->record(c10::cuda::getCurrentCUDAStream(device.index()));
+  return e;
 }
 
 at::Tensor ToHostNow(const at::Tensor& t) { return t.is_cpu() ? t : t.to(at::kCPU); }

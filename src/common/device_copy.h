@@ -5,6 +5,8 @@
 // return their argument: the CPU path is the one it was.
 #pragma once
 
+#include <memory>
+
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
@@ -17,6 +19,10 @@ bool OnDevice(const at::Tensor& t, const c10::Device& device);
 // memory (`t` itself when pinned, else a pinned copy) and only enqueued on
 // the current stream; the host does not wait for it.
 at::Tensor ToDevice(const at::Tensor& t, const c10::Device& device);
+
+// On CUDA, an event after everything issued so far on the current stream of
+// `device` (a CUDAEvent, for whoever must order after it); null elsewhere.
+std::shared_ptr<void> StreamPoint(const c10::Device& device);
 
 // `t` in host memory; from CUDA the host waits for the current stream.
 at::Tensor ToHostNow(const at::Tensor& t);

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "common/device_copy.h"
 #include "select/kv_codec_tensor.h"
 
 namespace impress {
@@ -34,8 +35,23 @@ void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint
            static_cast<uint16_t*>(out->data_ptr()));
 }
 
-void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, bool pinned, ChunkKv* kv) {
-  const auto opts = at::TensorOptions().dtype(kv_type).pinned_memory(pinned);
+at::Tensor DecodeChunkPartOn(const ChunkGeometry& g, int part, KvCodec codec, const at::Tensor& bytes,
+                             at::ScalarType kv_type) {
+  const int heads = part == 2 ? g.probe_kv_heads : g.kv_heads;
+  if (codec == KvCodec::kNone)
+    return bytes.narrow(0, 0, static_cast<int64_t>(g.PartBytes(part, codec))).view(kv_type).view({g.chunk_tokens, heads, g.head_dim});
+  return DecodePartOn(codec, part == 1 ? KvRole::kValues : KvRole::kKeys, bytes, g.chunk_tokens, heads, g.head_dim)
+      .to(kv_type);
+}
+
+void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, const at::Device& device, ChunkKv* kv) {
+  if (device.is_cuda()) {
+    kv->k = DecodeChunkPartOn(g, 0, kv->enc.codec, ToDevice(kv->enc.k, device), kv_type);
+    kv->v = DecodeChunkPartOn(g, 1, kv->enc.codec, ToDevice(kv->enc.v, device), kv_type);
+    kv->ready = StreamPoint(device);
+    return;
+  }
+  const auto opts = at::TensorOptions().dtype(kv_type);
   kv->k = at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, opts);
   kv->v = at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, opts);
   DecodeChunkPart(g, 0, kv->enc.codec, kv->enc.k.data_ptr<uint8_t>(), &kv->k);

@@ -29,9 +29,15 @@ EncodedChunk EncodeChunk(KvCodec codec, const at::Tensor& k, const at::Tensor& v
 // `codec`, from `bytes` (PartBytes long) to [C, heads, d] in `kv_type` in `out`.
 void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint8_t* bytes, at::Tensor* out);
 
-// Sets kv->k and kv->v ([C, kv_heads, d] in `kv_type`, host memory, pinned
-// when `pinned`, for copies up that do not wait) from kv->enc: the caches'
-// decoder (TierOptions::decode).
-void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, bool pinned, ChunkKv* kv);
+// The same from `bytes` (uint8, PartBytes long) on any device, in tensor
+// operations (DecodePartOn), on that device: bit-identical to DecodeChunkPart.
+at::Tensor DecodeChunkPartOn(const ChunkGeometry& g, int part, KvCodec codec, const at::Tensor& bytes,
+                             at::ScalarType kv_type);
+
+// Sets kv->k and kv->v ([C, kv_heads, d] in `kv_type`) from kv->enc: the
+// caches' decoder (TierOptions::decode). On the CPU in host memory; on CUDA
+// the encoded bytes go up and are decoded on `device`, and kv->ready is the
+// event after that, for readers on other streams.
+void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, const at::Device& device, ChunkKv* kv);
 
 }  // namespace impress

@@ -2,9 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAStream.h>
-
 #include <array>
 
 #include "common/device_copy.h"
@@ -13,17 +10,6 @@
 #include "engine/stack_chunks.h"
 
 namespace impress {
-namespace {
-
-// On CUDA, an event after everything issued so far on the current stream; null elsewhere.
-std::shared_ptr<void> CopiedUp(const at::Device& device) {
-  if (!device.is_cuda()) return nullptr;
-  auto e = std::make_shared<at::cuda::CUDAEvent>();
-  e->record(c10::cuda::getCurrentCUDAStream(device.index()));
-  return e;
-}
-
-}  // namespace
 
 ChunkReader::ChunkReader(const ChunkReaderOptions& opt, TieredCache* cache, std::vector<ChunkBackend*> backends,
                          const LoadStream* stream)
@@ -92,10 +78,13 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   if (todo.empty()) return Status::OK();
   const std::vector<int64_t> full = {g.chunk_tokens, g.kv_heads, g.head_dim};
   const std::vector<int64_t> probe = {g.chunk_tokens, g.probe_kv_heads, g.head_dim};
-  const auto host = at::TensorOptions().dtype(opt_.kv_type).pinned_memory(opt_.device.is_cuda());
+  const bool cuda = opt_.device.is_cuda();
+  const auto host = at::TensorOptions().dtype(opt_.kv_type).pinned_memory(cuda);
   // Without a codec each part is read straight into its tensor; with one,
-  // into a buffer that fits the largest encoding, then decoded.
+  // into a buffer that fits the largest encoding, then decoded: on the host,
+  // or on CUDA on the device, after its encoded bytes go up.
   const bool encoded = g.codec != KvCodec::kNone;
+  const auto bytes_host = at::TensorOptions().dtype(at::kByte).pinned_memory(cuda);
   std::vector<std::array<at::Tensor, 3>> got(todo.size()), raw(todo.size());
   std::vector<ChunkRead> reads;
   for (size_t j = 0; j < todo.size(); ++j) {
@@ -103,8 +92,8 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
     uint8_t* dst[3] = {nullptr, nullptr, nullptr};
     for (int part = 0; part < 3; ++part) {
       if (!(m & (1 << part))) continue;  // ChunkPart: keys, values, probe keys
-      got[j][part] = at::empty(part == 2 ? probe : full, host);
-      raw[j][part] = encoded ? at::empty({static_cast<int64_t>(g.MaxPartBytes(part))}, at::kByte) : got[j][part];
+      if (!(encoded && cuda)) got[j][part] = at::empty(part == 2 ? probe : full, host);
+      raw[j][part] = encoded ? at::empty({static_cast<int64_t>(g.MaxPartBytes(part))}, bytes_host) : got[j][part];
       dst[part] = static_cast<uint8_t*>(raw[j][part].data_ptr());
     }
     reads.push_back({chunks[todo[j]], layer, m, dst[0], dst[1], dst[2]});
@@ -122,9 +111,11 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
       const size_t paid = g.PartBytes(part, reads[j].codec);
       bytes[tier] += static_cast<int64_t>(paid);  // what was paid below
       if (!encoded) continue;
-      DecodeChunkPart(g, part, reads[j].codec, raw[j][part].data_ptr<uint8_t>(), &got[j][part]);
+      at::Tensor held = raw[j][part].narrow(0, 0, static_cast<int64_t>(paid));
+      if (cuda) got[j][part] = DecodeChunkPartOn(g, part, reads[j].codec, ToDevice(held, opt_.device), opt_.kv_type);
+      else DecodeChunkPart(g, part, reads[j].codec, held.data_ptr<uint8_t>(), &got[j][part]);
       if (part == 2) continue;
-      at::Tensor held = raw[j][part].narrow(0, 0, static_cast<int64_t>(paid));  // a cache counts what it holds:
+      // A cache counts what it holds:
       (part == 0 ? p.enc.k : p.enc.v) = paid < raw[j][part].nbytes() ? held.clone() : held;  // no spare room
       p.enc.codec = reads[j].codec;
     }
@@ -139,7 +130,7 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
       stats->chunks++;
     }
   }
-  std::shared_ptr<void> copied = CopiedUp(opt_.device);  // after every copy up above (null on the CPU)
+  std::shared_ptr<void> copied = StreamPoint(opt_.device);  // after every copy up above (null on the CPU)
   for (size_t j = 0; j < todo.size(); ++j) {
     const ChunkParts& p = (*out)[todo[j]];
     if (!p.k.defined() || !p.v.defined()) continue;
@@ -147,7 +138,7 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
     if (copied != nullptr) {
       kv.ready = copied;
       const uint8_t m = need[todo[j]];
-      if ((m & kKeys) && (m & kValues)) {  // both read now: a host level takes their pinned source
+      if (!encoded && (m & kKeys) && (m & kValues)) {  // both read now: a host level takes their pinned source
         kv.host_k = got[j][0];
         kv.host_v = got[j][1];
       }

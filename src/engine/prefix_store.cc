@@ -102,8 +102,8 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   tiers.device = model.device();
   if (s->geo_.codec != KvCodec::kNone) {  // host levels hold chunks as the disk does: encoded
     for (CacheLevel& level : tiers.levels) level.encoded = !level.on_device;
-    tiers.decode = [geo = s->geo_, type = s->kv_type_, pinned = model.device().is_cuda()](ChunkKv* kv) {
-      DecodeChunkKv(geo, type, pinned, kv);
+    tiers.decode = [geo = s->geo_, type = s->kv_type_, device = model.device()](ChunkKv* kv) {
+      DecodeChunkKv(geo, type, device, kv);
     };
     tiers.decoded_bytes = 2 * s->geo_.chunk_tokens * s->geo_.kv_heads * s->geo_.head_dim *
                           static_cast<int64_t>(c10::elementSize(s->kv_type_));

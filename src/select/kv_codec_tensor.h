@@ -17,6 +17,13 @@ at::Tensor EncodePart(KvCodec codec, KvRole role, const at::Tensor& part);
 // Encoded bytes back to [tokens, heads, dim] fp16.
 at::Tensor DecodePart(KvCodec codec, KvRole role, const at::Tensor& bytes, int64_t tokens, int64_t heads, int64_t dim);
 
+// DecodePart in tensor operations, on the device `bytes` is on (uint8,
+// EncodedBytes long): how a GPU decodes a part after copying up its encoded
+// bytes. The same arithmetic as DecodeKv (q * s, or q * scale + zero, in
+// fp32 with no fused multiply-add, rounded to fp16), so bit-identical to it.
+at::Tensor DecodePartOn(KvCodec codec, KvRole role, const at::Tensor& bytes, int64_t tokens, int64_t heads,
+                        int64_t dim);
+
 // Replaces every chunk of `chunk_tokens` positions that lies whole among the
 // first `tokens` of the layer KV `k`, `v`
 // ([heads, positions, dim], any floating dtype) by their round trip through
