@@ -15,7 +15,8 @@
 #          checkpoints.
 #  call 2: keeps the GGUF's second part; nothing else (a short call).
 #  call 3: joins the GGUF (its sha256 against gpu_prepare's), converts it with
-#          scripts/prepare_smollm2.py and checks the weights' digest against
+#          scripts/prepare_smollm2.py (config and tokenizer files: make setup's,
+#          carried in call 1) and checks the weights' digest against
 #          `make setup`'s; the CUDA and model tests again on it (SmolLM2's
 #          fixtures); `impress run` fp16 on CUDA with the trained model,
 #          all seven systems, PIQA then RTE, 8 prefixes of ~4K tokens against
@@ -61,7 +62,8 @@ parts=build-gpu/model-parts
 mkdir -p "$parts"
 machine > "$out/machine.txt" 2>&1; cat "$out/machine.txt"
 
-keep_part() {  # the part this call carried, kept for call 3
+keep_part() {  # the part this call carried, kept for call 3 (call 1: with make setup's config and tokenizer)
+  if [ "$call" = 1 ]; then rm -rf "$parts/shape" && cp -r "$carry/shape" "$parts/shape" || return 1; fi
   cp "$carry"/gguf.part"$call" "$parts/" && ls -l "$parts"
 }
 
@@ -94,6 +96,10 @@ PY
     "$carry"/gguf-*.whl || return 1
   PYTHONPATH=/tmp/gguf-site${PYTHONPATH:+:$PYTHONPATH} limit 150 python3 scripts/prepare_smollm2.py --gguf "$parts/model.gguf" \
     --out "$1" 2>&1 | grep -v -E "it/s|legacy" | tail -2
+  # The config and tokenizer files `make setup` wrote, over the ones this
+  # machine's transformers wrote (its version may write them differently);
+  # the weights are checked below.
+  cp "$parts"/shape/* "$1/" || return 1
   local got want
   got=$(python3 scripts/model_digest.py "$1") || return 1
   want=$(python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['weights_digest'])" "$carry/model.json")
