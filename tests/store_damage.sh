@@ -98,6 +98,11 @@ for case in manifest-removed manifest-other-geometry chunks-cut-at-boundary chun
     log-deleted)
       expect_fail run "but the log is missing" run "$st.run" "$tmp/x.json"
       expect_fail verify "but the log is missing" "$bin" store verify --store "$st" ;;
+    chunks-deleted)  # the run goes on, recomputing; verify refuses and creates nothing
+      run "$st.run" "$tmp/x.json"
+      [ "$(field "$tmp/x.json" "['runs'][0]['recomputed_after_error']")" -gt 0 ] || fail "run: no recompute counted"
+      expect_fail verify "chunks.dat is missing while the log lists chunks in it" "$bin" store verify --store "$st"
+      [ "$before" = "$(cd "$st" && sha256sum * | sha256sum)" ] || fail "verify changed the store" ;;
     *)  # damaged chunks: the run goes on, recomputing what it cannot read (counted)
       refused=0
       run "$st.run" "$tmp/x.json"

@@ -79,10 +79,8 @@ void IndexChunks(Salvage* s) {
 Status CheckChunks(Env* env, const std::string& dir, Salvage* s, RepairReport* r) {
   const ChunkGeometry& g = s->id.geometry;
   std::unique_ptr<File> data;
-  if (!s->index.empty()) {
-    StatusOr<std::unique_ptr<File>> f = env->Open(dir + "/chunks.dat", OpenMode::kDirectRead);
-    if (f.ok()) data = *std::move(f);
-    else if (!f.status().IsNotFound()) return f.status();
+  if (!s->index.empty() && env->Exists(dir + "/chunks.dat")) {  // without it every chunk is missing
+    ASSIGN_OR_RETURN(data, env->Open(dir + "/chunks.dat", OpenMode::kDirectRead));
   }
   // Two chunks sharing bytes: only damage makes them; the later one is dropped.
   std::multimap<uint64_t, ChunkKey> by_offset;
@@ -287,7 +285,11 @@ Status WriteRepair(Env* env, const std::string& dir, const Salvage& s, const std
   const std::set<uint64_t> kept(r->kept_ids.begin(), r->kept_ids.end());
   for (const auto& [key, loc] : s.index)
     if (!kept.count(key.first)) extents.push_back({loc.offset, s.id.geometry.RecordBytes(loc.codec)});
-  if (extents.empty() || !env->Exists(dir + "/chunks.dat")) return Status::OK();
+  if (!env->Exists(dir + "/chunks.dat")) {  // a repaired store has both its files, as a new one does
+    ASSIGN_OR_RETURN(std::unique_ptr<File> empty, env->Open(dir + "/chunks.dat", OpenMode::kReadWrite));
+    return env->SyncDir(dir);
+  }
+  if (extents.empty()) return Status::OK();
   std::sort(extents.begin(), extents.end());
   ASSIGN_OR_RETURN(std::unique_ptr<File> data, env->Open(dir + "/chunks.dat", OpenMode::kReadWrite));
   ASSIGN_OR_RETURN(const uint64_t size, data->Size());
