@@ -1,6 +1,7 @@
 // impress store stats|verify|compact|repair --store DIR [--remote URL]:
 // inspect a chunk store (and what a remote tier holds of it), give back the
 // space of chunks nothing reads any more, or salvage a damaged one.
+#include <filesystem>
 #include <iostream>
 #include <set>
 
@@ -147,6 +148,12 @@ StatusOr<nlohmann::ordered_json> RemoteReport(const ChunkStore& st, const std::v
 
 int RunStore(const StoreCmdOptions& o) {
   if (o.action == "repair") return RunRepair(o);
+  // stats, verify and compact read the store as it is: opening it must not
+  // make an empty chunks.dat for a log whose chunks were in a deleted one.
+  std::error_code ec;
+  if (std::filesystem::file_size(o.store + "/log", ec) > 0 && !ec && !std::filesystem::exists(o.store + "/chunks.dat"))
+    return Fail(Status::NotFound(o.store + "/chunks.dat is missing while the log lists chunks in it; nothing was "
+                                 "created (run `impress store repair` to drop what it lost)"));
   std::vector<std::string> committed;
   auto s = ChunkStore::OpenExisting(o.store, &committed);
   if (!s.ok()) return Fail(s.status());

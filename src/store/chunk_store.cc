@@ -60,11 +60,6 @@ Status ChunkStore::OpenFiles() {
                                      " bytes but the log is missing, so no record says what they are; nothing was "
                                      "written (restore the log, or run `impress store repair` to start it afresh)");
   }
-  // Opening what exists (store stats, verify, compact) creates nothing: a
-  // log without its data file is for `store repair` to settle.
-  if (!opt_.create_if_missing && env_->Exists(dir_ + "/log") && !env_->Exists(data))
-    return Status::NotFound(data + " is missing while the log lists chunks in it; nothing was created (run "
-                            "`impress store repair` to drop what it lost)");
   const bool created = !env_->Exists(data) || !env_->Exists(dir_ + "/log");
   ASSIGN_OR_RETURN(data_, env_->Open(data, OpenMode::kReadWrite));
   ASSIGN_OR_RETURN(direct_, env_->Open(data, OpenMode::kDirectRead));
