@@ -159,11 +159,7 @@ bool TieredCache::CopyInLocked(int t, uint64_t key, const ChunkKv& kv, Copies* c
   if (!MakeRoomLocked(t, bytes)) return false;
   ChunkKv in = ToTier(kv, t, copies);
   IMPRESS_CHECK(in.bytes() == bytes);
-  Level& L = levels_[t];
-  L.used += bytes;
-  L.entries.emplace(key, std::move(in));
-  L.policy->Insert(key);
-  return true;
+  return InsertLocked(t, key, std::move(in));  // there is room: nothing more is evicted
 }
 
 bool TieredCache::AdmitLocked(int t, uint64_t key, int64_t bytes) const {
