@@ -57,6 +57,19 @@ TEST(Select, TopKSetsMatchTopKAndKeepTheLowerIndexAmongTies) {
       }
     }
   }
+  // Negative scores, zeros of both signs and many ties: the host path is a
+  // stable descending sort's first k (equal scores, -0 and +0 included, keep
+  // index order).
+  for (int trial = 0; trial < 20; ++trial) {
+    at::Tensor x = at::randint(-4, 5, {3, 300}).to(at::kFloat) * 0.25f;
+    x.masked_fill_(x == 0, trial % 2 ? -0.0f : 0.0f);
+    x.slice(1, 0, 300, 7).fill_(-0.0f);
+    for (int64_t k : {int64_t{1}, int64_t{77}, int64_t{150}, int64_t{300}}) {
+      const at::Tensor want =
+          std::get<0>(std::get<1>(x.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true)).narrow(1, 0, k).sort(1));
+      EXPECT_TRUE(TopKSets(x, k).equal(want)) << trial << " k " << k;
+    }
+  }
   // Ties at the k-th score: the lower indices, on both paths.
   const at::Tensor tie = at::tensor({0.5, 0.9, 0.5, 0.1, 0.5}, at::kFloat).view({1, 5});
   EXPECT_TRUE(TopKSets(tie, 2).equal(Idx({0, 1}).view({1, 2})));
@@ -160,6 +173,75 @@ TEST(Select, ImportanceIsColumnSumOfAttentionWeights) {
   EXPECT_EQ(RetainedTokens(0.25, 10), 3);
   EXPECT_EQ(RetainedTokens(1.0, 10), 10);
   EXPECT_EQ(RetainedTokens(0.0001, 10), 1);
+}
+
+// The host implementations of the importance mask and the agreed sets are
+// the tensor formulas they replace, bit for bit: the same float operations in
+// the same order (the column sums add the rows in order, as at::sum does).
+// The references below are those formulas; the inputs span many orders of
+// magnitude so that any change of summation order shows.
+at::Tensor ImportanceByTensorOps(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale) {
+  const int64_t hq = q.size(0), t = q.size(1), d = q.size(2), hkv = prefix_k.size(0), p = prefix_k.size(1);
+  const int64_t g = hq / hkv;
+  at::Tensor qf = (q.to(at::kFloat) * scale).reshape({hkv, g * t, d});
+  at::Tensor keys = at::cat({prefix_k, new_k}, 1).to(at::kFloat);
+  at::Tensor scores = at::bmm(qf, keys.transpose(1, 2)).view({hkv, g, t, p + t});
+  at::Tensor future = at::arange(t, at::kLong).unsqueeze(0) > at::arange(t, at::kLong).unsqueeze(1);
+  scores.slice(3, p).masked_fill_(future, -std::numeric_limits<float>::infinity());
+  return at::softmax(scores, -1).slice(3, 0, p).sum(2).reshape({hq, p});
+}
+
+at::Tensor AgreedSetByTensorOps(const at::Tensor& sets, const at::Tensor& importance, int64_t k) {
+  const int64_t p = importance.size(1);
+  at::Tensor votes = at::zeros({p}, at::kDouble).index_add_(0, sets.flatten(), at::ones({sets.numel()}, at::kDouble));
+  at::Tensor total = importance.to(at::kDouble).sum(0);
+  const double big = std::max(1.0, total.max().item<double>()) * 4 + 1;
+  at::Tensor key = votes * big + total;
+  // Best key first, lower index among equal keys: a stable descending sort.
+  at::Tensor order = std::get<1>(key.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true)).narrow(0, 0, k);
+  return std::get<0>(order.sort());
+}
+
+at::Tensor AgreedChunkTokensByTensorOps(const at::Tensor& importance, const at::Tensor& chunk_of, int64_t n_chunks,
+                                        int64_t k) {
+  at::Tensor total = importance.to(at::kDouble).sum(0);
+  at::Tensor score = at::zeros({n_chunks}, at::kDouble).index_add_(0, chunk_of, total);
+  at::Tensor order = std::get<1>(score.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < n_chunks && static_cast<int64_t>(kept.size()) < k; ++i) {
+    at::Tensor members = at::nonzero(chunk_of == order[i]).flatten();  // ascending
+    const int64_t room = k - static_cast<int64_t>(kept.size());
+    if (members.numel() > room)  // its best tokens, lower position among ties
+      members = members.index_select(
+          0, std::get<1>(total.index_select(0, members).sort(/*stable=*/true, /*dim=*/0, /*descending=*/true)));
+    for (int64_t j = 0; j < std::min<int64_t>(room, members.numel()); ++j) kept.push_back(members[j].item<int64_t>());
+  }
+  std::sort(kept.begin(), kept.end());
+  return at::tensor(kept, at::kLong);
+}
+
+TEST(Select, HostDecisionsAreTheTensorFormulasBitForBit) {
+  at::manual_seed(11);
+  for (int trial = 0; trial < 24; ++trial) {
+    const int64_t h = 2 + trial % 3, p = 300 + 37 * trial, chunk = 16, n_chunks = (p + chunk - 1) / chunk;
+    // Importance over ~30 binary orders of magnitude, some exact ties.
+    at::Tensor imp = (at::rand({h, p}) * at::exp(at::randn({h, p}) * 8)).to(at::kFloat);
+    imp.slice(1, 0, 10).fill_(0.5f);
+    // Reordered storage: the chunks hold a random permutation of the positions.
+    at::Tensor chunk_of = at::randperm(p, at::kLong).div(chunk, "floor");
+    for (int64_t k : {int64_t{1}, p / 4, p / 2 + 3, p}) {
+      at::Tensor sets = TopKSets(imp, k);
+      EXPECT_TRUE(AgreedSet(sets, imp, k).equal(AgreedSetByTensorOps(sets, imp, k))) << trial << " k " << k;
+      EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, n_chunks, k)
+                      .equal(AgreedChunkTokensByTensorOps(imp, chunk_of, n_chunks, k)))
+          << trial << " k " << k;
+    }
+  }
+  for (int64_t t : {1, 2, 17, 64}) {
+    const int64_t hq = 9, hkv = 3, p = 200, d = 64;
+    at::Tensor q = at::randn({hq, t, d}), pk = at::randn({hkv, p, d}) * 3, nk = at::randn({hkv, t, d});
+    EXPECT_TRUE(PrefixImportance(q, pk, nk, 0.125f).equal(ImportanceByTensorOps(q, pk, nk, 0.125f))) << t;
+  }
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <set>
 
 #include "common/clock.h"
 #include "common/device_copy.h"
@@ -21,12 +20,15 @@ uint8_t PartsOf(ReadAhead a) {
   return kKeys | kValues;
 }
 
-// Chunk indices holding the given slots, ascending.
-std::vector<int64_t> ChunksOf(const at::Tensor& slots, int64_t c) {
-  std::set<int64_t> s;
+// Chunk indices holding the given slots (of `n` chunks of c), ascending.
+std::vector<int64_t> ChunksOf(const at::Tensor& slots, int64_t c, size_t n) {
+  std::vector<uint8_t> held(n, 0);
   auto acc = slots.accessor<int64_t, 1>();
-  for (int64_t i = 0; i < acc.size(0); ++i) s.insert(acc[i] / c);
-  return std::vector<int64_t>(s.begin(), s.end());
+  for (int64_t i = 0; i < acc.size(0); ++i) held.at(static_cast<size_t>(acc[i] / c)) = 1;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < n; ++i)
+    if (held[i]) out.push_back(static_cast<int64_t>(i));
+  return out;
 }
 
 // Positions of `slots` inside the concatenation of the chunks `need`.
@@ -211,7 +213,18 @@ at::Tensor StoreSource::TokenOrder(int l) const { return lease_.reordered() ? to
 at::Tensor StoreSource::ChunkOf(int layer) {
   GatherTimer timer(trace_);
   IMPRESS_CHECK(layer == layer_);
-  return SlotsOf(lease_, layer, at::arange(tokens(), at::kLong)).div(store_.geometry().chunk_tokens, "floor");
+  const int64_t c = store_.geometry().chunk_tokens, p = tokens();
+  at::Tensor of = at::empty({p}, at::kLong);
+  int64_t* x = of.data_ptr<int64_t>();
+  if (!lease_.reordered()) {
+    for (int64_t i = 0; i < p; ++i) x[i] = i / c;
+  } else {
+    const at::Tensor slot = lease_.slot_of[layer].to(at::kLong).contiguous();
+    IMPRESS_CHECK(slot.is_cpu() && slot.numel() >= p);
+    const int64_t* y = slot.data_ptr<int64_t>();
+    for (int64_t i = 0; i < p; ++i) x[i] = y[i] / c;
+  }
+  return of;
 }
 
 Status StoreSource::All(int layer, at::Tensor* k, at::Tensor* v) {
@@ -269,7 +282,7 @@ Status StoreSource::Values(int layer, const at::Tensor& used, at::Tensor* v) {
   IMPRESS_CHECK(layer == layer_);
   const int64_t c = store_.geometry().chunk_tokens;
   const at::Tensor slots = SlotsOf(lease_, layer, used);
-  const std::vector<int64_t> need = ChunksOf(slots, c);
+  const std::vector<int64_t> need = ChunksOf(slots, c, chunks_.size());
   RETURN_IF_ERROR(FetchSome(kValues, need));
   CountImportant(slots, need);
   // Values of chunks holding no used position stay zero (made on the device,
@@ -292,7 +305,7 @@ Status StoreSource::Gather(int layer, const at::Tensor& positions, at::Tensor* k
   const int64_t c = store_.geometry().chunk_tokens;
   last_guess_.tokens = positions;
   const at::Tensor slots = SlotsOf(lease_, layer, positions);
-  const std::vector<int64_t> need = ChunksOf(slots, c);
+  const std::vector<int64_t> need = ChunksOf(slots, c, chunks_.size());
   last_guess_.chunks = static_cast<int64_t>(need.size());
   RETURN_IF_ERROR(FetchSome(kKeys | kValues, need));
   CountImportant(slots, need);

@@ -4,13 +4,58 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "common/status.h"
 
 namespace impress {
+namespace {
+
+// Sets -inf in the new-token columns a row may not see: `scores` holds
+// `blocks` blocks of t rows of p + t columns, row i of a block seeing new
+// columns 0..i. On the host, one pass instead of building a mask tensor.
+void MaskFutureColumns(float* scores, int64_t blocks, int64_t t, int64_t p) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t i = 0; i < t; ++i) std::fill(scores + (b * t + i) * (p + t) + p + i + 1, scores + (b * t + i + 1) * (p + t), ninf);
+}
+
+// Column sums of `importance` [H, P] in double, the rows added in order, as
+// at::sum over dim 0 adds them (tests/select_test.cc checks that the two agree).
+std::vector<double> ColumnSums(const at::Tensor& importance) {
+  const int64_t h = importance.size(0), p = importance.size(1);
+  std::vector<double> total(p, 0.0);
+  auto add_rows = [&](const auto* x) {
+    for (int64_t r = 0; r < h; ++r)
+      for (int64_t i = 0; i < p; ++i) total[i] += static_cast<double>(x[r * p + i]);
+  };
+  if (importance.is_cpu() && importance.is_contiguous() && importance.scalar_type() == at::kFloat) {
+    add_rows(importance.data_ptr<float>());
+  } else {
+    const at::Tensor d = importance.to(at::kCPU, at::kDouble).contiguous();
+    add_rows(d.data_ptr<double>());
+  }
+  return total;
+}
+
+// The rows of `sets` [H, k] as ascending index lists.
+std::vector<std::vector<int64_t>> SortedRows(const at::Tensor& sets) {
+  const at::Tensor s = sets.to(at::kCPU, at::kLong).contiguous();
+  const int64_t h = s.size(0), k = s.size(1);
+  const int64_t* x = s.data_ptr<int64_t>();
+  std::vector<std::vector<int64_t>> rows(h);
+  for (int64_t r = 0; r < h; ++r) {
+    rows[r].assign(x + r * k, x + (r + 1) * k);
+    if (!std::is_sorted(rows[r].begin(), rows[r].end())) std::sort(rows[r].begin(), rows[r].end());
+  }
+  return rows;
+}
+
+}  // namespace
 
 at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale) {
   const int64_t hq = q.size(0), t = q.size(1), d = q.size(2);
@@ -21,9 +66,14 @@ at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, con
   at::Tensor keys = at::cat({prefix_k, new_k}, 1).to(at::kFloat);  // [Hkv, P + T, d]
   at::Tensor scores = at::bmm(qf, keys.transpose(1, 2)).view({hkv, g, t, p + t});
   // Row i (of the new tokens) sees every prefix column and new columns j <= i.
-  auto opts = at::TensorOptions().device(q.device());
-  at::Tensor future = at::arange(t, opts.dtype(at::kLong)).unsqueeze(0) > at::arange(t, opts.dtype(at::kLong)).unsqueeze(1);
-  scores.slice(3, p).masked_fill_(future, -std::numeric_limits<float>::infinity());
+  if (scores.is_cpu()) {
+    MaskFutureColumns(scores.data_ptr<float>(), hkv * g, t, p);
+  } else {
+    auto opts = at::TensorOptions().device(q.device());
+    at::Tensor future =
+        at::arange(t, opts.dtype(at::kLong)).unsqueeze(0) > at::arange(t, opts.dtype(at::kLong)).unsqueeze(1);
+    scores.slice(3, p).masked_fill_(future, -std::numeric_limits<float>::infinity());
+  }
   at::Tensor probs = at::softmax(scores, -1);
   return probs.slice(3, 0, p).sum(2).reshape({hq, p});
 }
@@ -43,13 +93,63 @@ void TopKRow(const T* x, int64_t p, int64_t k, std::vector<T>* scratch, int64_t*
     if (x[i] > kth || (x[i] == kth && ties-- > 0)) out[n++] = i;
 }
 
+// A float's bits as an unsigned key in the same order (-0 is +0). REQUIRES: not NaN.
+inline uint32_t OrderedKey(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  if (b == 0x80000000u) b = 0;
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+// TopKRow for float scores: the k-th highest found by a radix select on the
+// keys (four passes of eight bits) instead of nth_element; the same result.
+void TopKRowFloat(const float* x, int64_t p, int64_t k, std::vector<uint32_t>* scratch, int64_t* out) {
+  scratch->resize(2 * p);
+  uint32_t* key = scratch->data();
+  uint32_t* cand = key + p;  // the keys still in the running, compacted after each pass
+  for (int64_t i = 0; i < p; ++i) key[i] = OrderedKey(x[i]);
+  const uint32_t* in = key;
+  int64_t n = p;
+  uint32_t prefix = 0;
+  int64_t rank = k;  // the rank-th highest of the n keys in the running
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    int64_t count[256] = {0};
+    for (int64_t i = 0; i < n; ++i) count[(in[i] >> shift) & 0xFF]++;
+    int digit = 255;
+    for (; digit > 0 && count[digit] < rank; --digit) rank -= count[digit];
+    prefix |= static_cast<uint32_t>(digit) << shift;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {  // branch-free: the keys are in no order
+      cand[m] = in[i];
+      m += ((in[i] >> shift) & 0xFF) == static_cast<uint32_t>(digit);
+    }
+    in = cand;
+    n = m;
+  }
+  const uint32_t kth = prefix;
+  int64_t ties = k;  // how many keys equal to kth to take: the first ones
+  for (int64_t i = 0; i < p; ++i) ties -= key[i] > kth;
+  for (int64_t i = 0, taken = 0; i < p && taken < k; ++i) {
+    const bool tie = key[i] == kth && ties > 0;
+    out[taken] = i;
+    taken += (key[i] > kth) | tie;
+    ties -= tie;
+  }
+}
+
 template <class T>
 at::Tensor TopKSetsOnHost(const at::Tensor& importance, int64_t k) {
   const at::Tensor imp = importance.contiguous();
   const int64_t h = imp.size(0), p = imp.size(1);
   at::Tensor out = at::empty({h, k}, at::kLong);
-  std::vector<T> scratch;
-  for (int64_t r = 0; r < h; ++r) TopKRow(imp.data_ptr<T>() + r * p, p, k, &scratch, out.data_ptr<int64_t>() + r * k);
+  if constexpr (std::is_same_v<T, float>) {
+    std::vector<uint32_t> scratch;
+    for (int64_t r = 0; r < h; ++r)
+      TopKRowFloat(imp.data_ptr<float>() + r * p, p, k, &scratch, out.data_ptr<int64_t>() + r * k);
+  } else {
+    std::vector<T> scratch;
+    for (int64_t r = 0; r < h; ++r) TopKRow(imp.data_ptr<T>() + r * p, p, k, &scratch, out.data_ptr<int64_t>() + r * k);
+  }
   return out;
 }
 
@@ -118,8 +218,7 @@ double Jaccard(const at::Tensor& a, const at::Tensor& b) { return SortedJaccard(
 double MeanPairwiseJaccard(const at::Tensor& sets) {
   const int64_t h = sets.size(0);
   IMPRESS_CHECK(h >= 2);
-  std::vector<std::vector<int64_t>> rows;
-  for (int64_t i = 0; i < h; ++i) rows.push_back(SortedIndices(sets[i]));
+  const std::vector<std::vector<int64_t>> rows = SortedRows(sets);
   double sum = 0;
   int pairs = 0;
   for (int64_t i = 0; i < h; ++i)
@@ -135,17 +234,21 @@ double SimilarityThreshold(int64_t k, int64_t n, double alpha) {
 at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64_t k) {
   const int64_t p = importance.size(1);
   IMPRESS_CHECK(k >= 1 && k <= p);
-  at::Tensor s = sets.cpu(), imp = importance.to(at::kDouble).cpu();
-  at::Tensor votes = at::zeros({p}, at::kDouble);
-  votes.index_add_(0, s.flatten(), at::ones({s.numel()}, at::kDouble));
-  at::Tensor total = imp.sum(0);
+  const std::vector<double> total = ColumnSums(importance);
+  std::vector<double> key(p, 0.0);  // votes, then the sort key
+  const at::Tensor s = sets.to(at::kCPU, at::kLong).contiguous();
+  const int64_t* x = s.data_ptr<int64_t>();
+  for (int64_t j = 0; j < s.numel(); ++j) {
+    IMPRESS_CHECK(x[j] >= 0 && x[j] < p);
+    key[x[j]] += 1.0;
+  }
   // Sort key: votes first, then summed importance. Importance sums are below
   // the number of query rows, so scale votes past any possible sum.
-  const double big = std::max(1.0, total.max().item<double>()) * 4 + 1;
-  at::Tensor key = (votes * big + total).contiguous();
+  const double big = std::max(1.0, *std::max_element(total.begin(), total.end())) * 4 + 1;
+  for (int64_t i = 0; i < p; ++i) key[i] = key[i] * big + total[i];
   // The k best by key, lower index first among equal keys (a total order, so
   // selecting them needs no full sort).
-  const double* kv = key.data_ptr<double>();
+  const double* kv = key.data();
   std::vector<int64_t> order(p);
   std::iota(order.begin(), order.end(), 0);
   std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
@@ -157,23 +260,25 @@ at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64
 
 at::Tensor AgreedChunkTokens(const at::Tensor& importance, const at::Tensor& chunk_of, int64_t n_chunks, int64_t k) {
   IMPRESS_CHECK(chunk_of.numel() == importance.size(1) && n_chunks >= 1 && k >= 1 && k <= chunk_of.numel());
-  at::Tensor total = importance.to(at::kDouble).sum(0).cpu().contiguous();
-  at::Tensor chunks = chunk_of.cpu().contiguous();
-  at::Tensor score = at::zeros({n_chunks}, at::kDouble).index_add_(0, chunks, total);
-  at::Tensor order = std::get<1>(score.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
-  const double* tot = total.data_ptr<double>();
+  const std::vector<double> total = ColumnSums(importance);
+  const at::Tensor chunks = chunk_of.to(at::kCPU, at::kLong).contiguous();
+  const double* tot = total.data();
   const int64_t* of = chunks.data_ptr<int64_t>();
   const int64_t p = chunks.numel();
+  std::vector<double> score(n_chunks, 0.0);             // summed importance per chunk, positions in order
   std::vector<std::vector<int64_t>> members(n_chunks);  // each chunk's positions, ascending
   for (int64_t i = 0; i < p; ++i) {
     IMPRESS_CHECK(of[i] >= 0 && of[i] < n_chunks);
+    score[of[i]] += tot[i];
     members[of[i]].push_back(i);
   }
+  std::vector<int64_t> order(n_chunks);  // best first; equal scores: lower chunk first
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return score[a] > score[b]; });
   std::vector<int64_t> kept;
   kept.reserve(k);
-  auto ord = order.accessor<int64_t, 1>();
   for (int64_t i = 0; i < n_chunks && static_cast<int64_t>(kept.size()) < k; ++i) {
-    std::vector<int64_t>& m = members[ord[i]];
+    std::vector<int64_t>& m = members[order[i]];
     const size_t room = static_cast<size_t>(k) - kept.size();
     if (m.size() > room)  // the chunk that completes k gives its best tokens (ties: lower position)
       std::stable_sort(m.begin(), m.end(), [&](int64_t a, int64_t b) { return tot[a] > tot[b]; });
