@@ -36,9 +36,10 @@ at::Tensor LocalIndex(const at::Tensor& slots, const std::vector<int64_t>& need,
   std::vector<int64_t> slot(need.back() + 1, -1);
   for (size_t j = 0; j < need.size(); ++j) slot[need[j]] = static_cast<int64_t>(j);
   auto acc = slots.accessor<int64_t, 1>();
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < acc.size(0); ++i) out.push_back(slot[acc[i] / c] * c + acc[i] % c);
-  return ToDevice(at::tensor(out, at::kLong), device);
+  at::Tensor out = at::empty({acc.size(0)}, at::kLong);
+  int64_t* x = out.data_ptr<int64_t>();
+  for (int64_t i = 0; i < acc.size(0); ++i) x[i] = slot[acc[i] / c] * c + acc[i] % c;
+  return ToDevice(out, device);
 }
 
 // Whether Fetch would read anything of `what` for a chunk that has `x`.
