@@ -232,6 +232,10 @@ TEST(Select, HostDecisionsAreTheTensorFormulasBitForBit) {
     for (int64_t k : {int64_t{1}, p / 4, p / 2 + 3, p}) {
       at::Tensor sets = TopKSets(imp, k);
       EXPECT_TRUE(AgreedSet(sets, imp, k).equal(AgreedSetByTensorOps(sets, imp, k))) << trial << " k " << k;
+      double pairs_sum = 0;  // the mean over pairs, each pair by Jaccard's merge of sorted lists
+      for (int64_t a = 0; a < h; ++a)
+        for (int64_t b = a + 1; b < h; ++b) pairs_sum += Jaccard(sets[a], sets[b]);
+      EXPECT_EQ(MeanPairwiseJaccard(sets), pairs_sum / (h * (h - 1) / 2)) << trial << " k " << k;
       EXPECT_TRUE(AgreedChunkTokens(imp, chunk_of, n_chunks, k)
                       .equal(AgreedChunkTokensByTensorOps(imp, chunk_of, n_chunks, k)))
           << trial << " k " << k;

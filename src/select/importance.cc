@@ -42,19 +42,6 @@ std::vector<double> ColumnSums(const at::Tensor& importance) {
   return total;
 }
 
-// The rows of `sets` [H, k] as ascending index lists.
-std::vector<std::vector<int64_t>> SortedRows(const at::Tensor& sets) {
-  const at::Tensor s = sets.to(at::kCPU, at::kLong).contiguous();
-  const int64_t h = s.size(0), k = s.size(1);
-  const int64_t* x = s.data_ptr<int64_t>();
-  std::vector<std::vector<int64_t>> rows(h);
-  for (int64_t r = 0; r < h; ++r) {
-    rows[r].assign(x + r * k, x + (r + 1) * k);
-    if (!std::is_sorted(rows[r].begin(), rows[r].end())) std::sort(rows[r].begin(), rows[r].end());
-  }
-  return rows;
-}
-
 }  // namespace
 
 at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale) {
@@ -107,17 +94,20 @@ void TopKRowFloat(const float* x, int64_t p, int64_t k, std::vector<uint32_t>* s
   scratch->resize(2 * p);
   uint32_t* key = scratch->data();
   uint32_t* cand = key + p;  // the keys still in the running, compacted after each pass
-  for (int64_t i = 0; i < p; ++i) key[i] = OrderedKey(x[i]);
+  int64_t count[256] = {0};
+  for (int64_t i = 0; i < p; ++i) {
+    key[i] = OrderedKey(x[i]);
+    count[key[i] >> 24]++;
+  }
   const uint32_t* in = key;
   int64_t n = p;
   uint32_t prefix = 0;
   int64_t rank = k;  // the rank-th highest of the n keys in the running
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    int64_t count[256] = {0};
-    for (int64_t i = 0; i < n; ++i) count[(in[i] >> shift) & 0xFF]++;
+  for (int shift = 24;; shift -= 8) {
     int digit = 255;
     for (; digit > 0 && count[digit] < rank; --digit) rank -= count[digit];
     prefix |= static_cast<uint32_t>(digit) << shift;
+    if (shift == 0) break;
     int64_t m = 0;
     for (int64_t i = 0; i < n; ++i) {  // branch-free: the keys are in no order
       cand[m] = in[i];
@@ -125,10 +115,12 @@ void TopKRowFloat(const float* x, int64_t p, int64_t k, std::vector<uint32_t>* s
     }
     in = cand;
     n = m;
+    std::fill(count, count + 256, 0);
+    for (int64_t i = 0; i < n; ++i) count[(in[i] >> (shift - 8)) & 0xFF]++;
   }
+  // Every key above the k-th is taken, and the first `rank` keys equal to it.
   const uint32_t kth = prefix;
-  int64_t ties = k;  // how many keys equal to kth to take: the first ones
-  for (int64_t i = 0; i < p; ++i) ties -= key[i] > kth;
+  int64_t ties = rank;
   for (int64_t i = 0, taken = 0; i < p && taken < k; ++i) {
     const bool tie = key[i] == kth && ties > 0;
     out[taken] = i;
@@ -218,11 +210,28 @@ double Jaccard(const at::Tensor& a, const at::Tensor& b) { return SortedJaccard(
 double MeanPairwiseJaccard(const at::Tensor& sets) {
   const int64_t h = sets.size(0);
   IMPRESS_CHECK(h >= 2);
-  const std::vector<std::vector<int64_t>> rows = SortedRows(sets);
+  const at::Tensor s = sets.to(at::kCPU, at::kLong).contiguous();
+  const int64_t k = s.size(1);
+  const int64_t* x = s.data_ptr<int64_t>();
+  int64_t n = 0;
+  for (int64_t j = 0; j < s.numel(); ++j) {
+    IMPRESS_CHECK(x[j] >= 0);
+    n = std::max(n, x[j] + 1);
+  }
+  // Row a marked in a table; |A ∩ B| counts row b's indices found there.
+  std::vector<uint8_t> in_a(n, 0);
   double sum = 0;
   int pairs = 0;
-  for (int64_t i = 0; i < h; ++i)
-    for (int64_t j = i + 1; j < h; ++j, ++pairs) sum += SortedJaccard(rows[i], rows[j]);
+  for (int64_t a = 0; a < h; ++a) {
+    for (int64_t j = 0; j < k; ++j) in_a[x[a * k + j]] = 1;
+    for (int64_t b = a + 1; b < h; ++b, ++pairs) {
+      int64_t inter = 0;
+      for (int64_t j = 0; j < k; ++j) inter += in_a[x[b * k + j]];
+      const int64_t uni = 2 * k - inter;
+      sum += uni == 0 ? 1.0 : static_cast<double>(inter) / static_cast<double>(uni);
+    }
+    for (int64_t j = 0; j < k; ++j) in_a[x[a * k + j]] = 0;
+  }
   return sum / pairs;
 }
 
@@ -265,27 +274,37 @@ at::Tensor AgreedChunkTokens(const at::Tensor& importance, const at::Tensor& chu
   const double* tot = total.data();
   const int64_t* of = chunks.data_ptr<int64_t>();
   const int64_t p = chunks.numel();
-  std::vector<double> score(n_chunks, 0.0);             // summed importance per chunk, positions in order
-  std::vector<std::vector<int64_t>> members(n_chunks);  // each chunk's positions, ascending
+  std::vector<double> score(n_chunks, 0.0);  // summed importance per chunk, positions in order
+  std::vector<int64_t> start(n_chunks + 1, 0);
   for (int64_t i = 0; i < p; ++i) {
     IMPRESS_CHECK(of[i] >= 0 && of[i] < n_chunks);
     score[of[i]] += tot[i];
-    members[of[i]].push_back(i);
+    start[of[i] + 1]++;
   }
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<int64_t> members(p);  // chunk c's positions, ascending, at members[start[c] .. start[c + 1])
+  std::vector<int64_t> next(start.begin(), start.end() - 1);
+  for (int64_t i = 0; i < p; ++i) members[next[of[i]]++] = i;
   std::vector<int64_t> order(n_chunks);  // best first; equal scores: lower chunk first
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return score[a] > score[b]; });
-  std::vector<int64_t> kept;
-  kept.reserve(k);
-  for (int64_t i = 0; i < n_chunks && static_cast<int64_t>(kept.size()) < k; ++i) {
-    std::vector<int64_t>& m = members[order[i]];
-    const size_t room = static_cast<size_t>(k) - kept.size();
-    if (m.size() > room)  // the chunk that completes k gives its best tokens (ties: lower position)
-      std::stable_sort(m.begin(), m.end(), [&](int64_t a, int64_t b) { return tot[a] > tot[b]; });
-    kept.insert(kept.end(), m.begin(), m.begin() + static_cast<std::ptrdiff_t>(std::min(room, m.size())));
+  std::vector<uint8_t> take(p, 0);
+  int64_t taken = 0;
+  for (int64_t i = 0; i < n_chunks && taken < k; ++i) {
+    int64_t* m = members.data() + start[order[i]];
+    const int64_t size = start[order[i] + 1] - start[order[i]], room = k - taken;
+    if (size > room)  // the chunk that completes k gives its best tokens (ties: lower position)
+      std::stable_sort(m, m + size, [&](int64_t a, int64_t b) { return tot[a] > tot[b]; });
+    for (int64_t j = 0; j < std::min(room, size); ++j) take[m[j]] = 1;
+    taken += std::min(room, size);
   }
-  std::sort(kept.begin(), kept.end());
-  return at::tensor(kept, at::kLong);
+  at::Tensor kept = at::empty({k}, at::kLong);  // ascending
+  int64_t* out = kept.data_ptr<int64_t>();
+  for (int64_t i = 0, n = 0; i < p && n < k; ++i) {
+    out[n] = i;
+    n += take[i];
+  }
+  return kept;
 }
 
 ItfDecision DecideItf(const at::Tensor& probe_importance, int64_t k, double alpha, const at::Tensor& chunk_of,

@@ -29,7 +29,8 @@ void SetsUnion(const at::Tensor& sets, int64_t p, at::Tensor* used, at::Tensor* 
 
 // |A ∩ B| / |A ∪ B| of two index sets given as 1-D tensors of distinct indices.
 double Jaccard(const at::Tensor& a, const at::Tensor& b);
-// Mean Jaccard index over all pairs of rows of `sets` [H, k]. REQUIRES: H >= 2
+// Mean Jaccard index over all pairs of rows of `sets` [H, k].
+// REQUIRES: H >= 2; each row holds distinct non-negative indices
 double MeanPairwiseJaccard(const at::Tensor& sets);
 
 // The trust threshold t = j^alpha, where j = (k/n) / (2 - k/n) is the expected
