@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <numeric>
-#include <type_traits>
 #include <vector>
 
 #include "common/status.h"
@@ -67,19 +65,6 @@ at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, con
 
 namespace {
 
-// TopKSets of one row on the host: the k-th highest score by selection, then
-// one ascending pass that keeps what is above it and the first of its ties.
-template <class T>
-void TopKRow(const T* x, int64_t p, int64_t k, std::vector<T>* scratch, int64_t* out) {
-  scratch->assign(x, x + p);
-  std::nth_element(scratch->begin(), scratch->begin() + (k - 1), scratch->end(), std::greater<T>());
-  const T kth = (*scratch)[k - 1];
-  int64_t ties = k;
-  for (int64_t i = 0; i < p; ++i) ties -= x[i] > kth;
-  for (int64_t i = 0, n = 0; i < p && n < k; ++i)
-    if (x[i] > kth || (x[i] == kth && ties-- > 0)) out[n++] = i;
-}
-
 // A float's bits as an unsigned key in the same order (-0 is +0). REQUIRES: not NaN.
 inline uint32_t OrderedKey(float f) {
   uint32_t b;
@@ -88,8 +73,9 @@ inline uint32_t OrderedKey(float f) {
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
-// TopKRow for float scores: the k-th highest found by a radix select on the
-// keys (four passes of eight bits) instead of nth_element; the same result.
+// One row of TopKSets on the host: the k-th highest found by a radix select on
+// the keys (four passes of eight bits), then one ascending pass that keeps what
+// is above it and the first of its ties.
 void TopKRowFloat(const float* x, int64_t p, int64_t k, std::vector<uint32_t>* scratch, int64_t* out) {
   scratch->resize(2 * p);
   uint32_t* key = scratch->data();
@@ -129,19 +115,13 @@ void TopKRowFloat(const float* x, int64_t p, int64_t k, std::vector<uint32_t>* s
   }
 }
 
-template <class T>
 at::Tensor TopKSetsOnHost(const at::Tensor& importance, int64_t k) {
   const at::Tensor imp = importance.contiguous();
   const int64_t h = imp.size(0), p = imp.size(1);
   at::Tensor out = at::empty({h, k}, at::kLong);
-  if constexpr (std::is_same_v<T, float>) {
-    std::vector<uint32_t> scratch;
-    for (int64_t r = 0; r < h; ++r)
-      TopKRowFloat(imp.data_ptr<float>() + r * p, p, k, &scratch, out.data_ptr<int64_t>() + r * k);
-  } else {
-    std::vector<T> scratch;
-    for (int64_t r = 0; r < h; ++r) TopKRow(imp.data_ptr<T>() + r * p, p, k, &scratch, out.data_ptr<int64_t>() + r * k);
-  }
+  std::vector<uint32_t> scratch;
+  for (int64_t r = 0; r < h; ++r)
+    TopKRowFloat(imp.data_ptr<float>() + r * p, p, k, &scratch, out.data_ptr<int64_t>() + r * k);
   return out;
 }
 
@@ -149,9 +129,8 @@ at::Tensor TopKSetsOnHost(const at::Tensor& importance, int64_t k) {
 
 at::Tensor TopKSets(const at::Tensor& importance, int64_t k) {
   IMPRESS_CHECK(k >= 1 && k <= importance.size(1));
-  if (importance.is_cpu() && importance.scalar_type() == at::kFloat) return TopKSetsOnHost<float>(importance, k);
-  if (importance.is_cpu() && importance.scalar_type() == at::kDouble) return TopKSetsOnHost<double>(importance, k);
-  // Elsewhere: a stable descending sort keeps equal scores in index order.
+  if (importance.is_cpu() && importance.scalar_type() == at::kFloat) return TopKSetsOnHost(importance, k);
+  // Other devices and dtypes: a stable descending sort keeps equal scores in index order.
   at::Tensor best = std::get<1>(importance.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true)).narrow(1, 0, k);
   return std::get<0>(best.sort(1));
 }
@@ -179,33 +158,36 @@ void SetsUnion(const at::Tensor& sets, int64_t p, at::Tensor* used, at::Tensor* 
 
 namespace {
 
-// The indices of a 1-D tensor, ascending, on the host.
-std::vector<int64_t> SortedIndices(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kLong).cpu().contiguous();
-  std::vector<int64_t> v(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
-  return v;
+// |A ∩ B| / |A ∪ B| of two lists of distinct non-negative indices below
+// table->size(): B's indices counted in a table marked with A's (left clear).
+double JaccardByTable(const int64_t* a, int64_t na, const int64_t* b, int64_t nb, std::vector<uint8_t>* table) {
+  uint8_t* in_a = table->data();
+  for (int64_t j = 0; j < na; ++j) in_a[a[j]] = 1;
+  int64_t inter = 0;
+  for (int64_t j = 0; j < nb; ++j) inter += in_a[b[j]];
+  for (int64_t j = 0; j < na; ++j) in_a[a[j]] = 0;
+  const int64_t uni = na + nb - inter;
+  return uni == 0 ? 1.0 : static_cast<double>(inter) / static_cast<double>(uni);
 }
 
-// Jaccard index of two ascending lists of distinct indices.
-double SortedJaccard(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  size_t i = 0, j = 0, inter = 0;
-  while (i < a.size() && j < b.size()) {
-    if (a[i] < b[j]) {
-      ++i;
-    } else if (b[j] < a[i]) {
-      ++j;
-    } else {
-      ++inter, ++i, ++j;
-    }
+// One past the largest of `n` indices, each checked non-negative.
+int64_t IndexBound(const int64_t* x, int64_t n) {
+  int64_t bound = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    IMPRESS_CHECK(x[j] >= 0);
+    bound = std::max(bound, x[j] + 1);
   }
-  const size_t uni = a.size() + b.size() - inter;
-  return uni == 0 ? 1.0 : static_cast<double>(inter) / static_cast<double>(uni);
+  return bound;
 }
 
 }  // namespace
 
-double Jaccard(const at::Tensor& a, const at::Tensor& b) { return SortedJaccard(SortedIndices(a), SortedIndices(b)); }
+double Jaccard(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor x = a.to(at::kCPU, at::kLong).contiguous(), y = b.to(at::kCPU, at::kLong).contiguous();
+  const int64_t *xp = x.data_ptr<int64_t>(), *yp = y.data_ptr<int64_t>();
+  std::vector<uint8_t> table(std::max(IndexBound(xp, x.numel()), IndexBound(yp, y.numel())), 0);
+  return JaccardByTable(xp, x.numel(), yp, y.numel(), &table);
+}
 
 double MeanPairwiseJaccard(const at::Tensor& sets) {
   const int64_t h = sets.size(0);
@@ -213,25 +195,11 @@ double MeanPairwiseJaccard(const at::Tensor& sets) {
   const at::Tensor s = sets.to(at::kCPU, at::kLong).contiguous();
   const int64_t k = s.size(1);
   const int64_t* x = s.data_ptr<int64_t>();
-  int64_t n = 0;
-  for (int64_t j = 0; j < s.numel(); ++j) {
-    IMPRESS_CHECK(x[j] >= 0);
-    n = std::max(n, x[j] + 1);
-  }
-  // Row a marked in a table; |A ∩ B| counts row b's indices found there.
-  std::vector<uint8_t> in_a(n, 0);
+  std::vector<uint8_t> table(IndexBound(x, s.numel()), 0);
   double sum = 0;
   int pairs = 0;
-  for (int64_t a = 0; a < h; ++a) {
-    for (int64_t j = 0; j < k; ++j) in_a[x[a * k + j]] = 1;
-    for (int64_t b = a + 1; b < h; ++b, ++pairs) {
-      int64_t inter = 0;
-      for (int64_t j = 0; j < k; ++j) inter += in_a[x[b * k + j]];
-      const int64_t uni = 2 * k - inter;
-      sum += uni == 0 ? 1.0 : static_cast<double>(inter) / static_cast<double>(uni);
-    }
-    for (int64_t j = 0; j < k; ++j) in_a[x[a * k + j]] = 0;
-  }
+  for (int64_t a = 0; a < h; ++a)
+    for (int64_t b = a + 1; b < h; ++b, ++pairs) sum += JaccardByTable(x + a * k, k, x + b * k, k, &table);
   return sum / pairs;
 }
 

@@ -27,7 +27,7 @@ at::Tensor TopKSets(const at::Tensor& importance, int64_t k);
 // head's view of them. Both on the host.
 void SetsUnion(const at::Tensor& sets, int64_t p, at::Tensor* used, at::Tensor* mask);
 
-// |A ∩ B| / |A ∪ B| of two index sets given as 1-D tensors of distinct indices.
+// |A ∩ B| / |A ∪ B| of two index sets given as 1-D tensors of distinct non-negative indices.
 double Jaccard(const at::Tensor& a, const at::Tensor& b);
 // Mean Jaccard index over all pairs of rows of `sets` [H, k].
 // REQUIRES: H >= 2; each row holds distinct non-negative indices
