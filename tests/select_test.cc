@@ -241,11 +241,17 @@ TEST(Select, HostDecisionsAreTheTensorFormulasBitForBit) {
           << trial << " k " << k;
     }
   }
-  for (int64_t t : {1, 2, 17, 64}) {
-    const int64_t hq = 9, hkv = 3, p = 200, d = 64;
-    at::Tensor q = at::randn({hq, t, d}), pk = at::randn({hkv, p, d}) * 3, nk = at::randn({hkv, t, d});
-    EXPECT_TRUE(PrefixImportance(q, pk, nk, 0.125f).equal(ImportanceByTensorOps(q, pk, nk, 0.125f))) << t;
-  }
+  // Shapes of the probe heads (one KV head) and of H2O (all three) at the
+  // prefix lengths the runs use, odd sizes included; queries as a view.
+  for (int64_t hkv : {1, 3})
+    for (int64_t p : {200, 1000, 2016, 2049, 7911})
+      for (int64_t t : {1, 2, 17, 39, 59, 64, 130}) {
+        const int64_t hq = 3 * hkv, d = 64;
+        at::Tensor q = at::randn({t, hq, d}).transpose(0, 1), pk = at::randn({hkv, p, d}) * 3,
+                   nk = at::randn({hkv, t, d});
+        EXPECT_TRUE(PrefixImportance(q, pk, nk, 0.125f).equal(ImportanceByTensorOps(q, pk, nk, 0.125f)))
+            << hkv << " " << p << " " << t;
+      }
 }
 
 }  // namespace

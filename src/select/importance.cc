@@ -40,6 +40,35 @@ std::vector<double> ColumnSums(const at::Tensor& importance) {
   return total;
 }
 
+// q in fp32 times `scale`, contiguous [Hq, T, d]. On the host one pass of the
+// same float products ATen's multiply makes.
+at::Tensor ScaledQueries(const at::Tensor& q, float scale) {
+  if (!q.is_cpu() || q.scalar_type() != at::kFloat) return (q.to(at::kFloat) * scale).contiguous();
+  const at::Tensor x = q.contiguous();
+  at::Tensor out = at::empty(x.sizes(), x.options());
+  const float* in = x.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) o[i] = in[i] * scale;
+  return out;
+}
+
+// at::cat({prefix_k, new_k}, 1) in fp32: [Hkv, P + T, d]. On the host one
+// copy per KV head and part, without ATen's general concatenation.
+at::Tensor KeysThenNew(const at::Tensor& prefix_k, const at::Tensor& new_k) {
+  const bool host = prefix_k.is_cpu() && new_k.is_cpu() && prefix_k.scalar_type() == at::kFloat &&
+                    new_k.scalar_type() == at::kFloat;
+  if (!host) return at::cat({prefix_k, new_k}, 1).to(at::kFloat);
+  const at::Tensor a = prefix_k.contiguous(), b = new_k.contiguous();
+  const int64_t h = a.size(0), p = a.size(1), t = b.size(1), d = a.size(2);
+  at::Tensor out = at::empty({h, p + t, d}, a.options());
+  float* o = out.data_ptr<float>();
+  for (int64_t i = 0; i < h; ++i) {
+    std::memcpy(o + i * (p + t) * d, a.data_ptr<float>() + i * p * d, p * d * sizeof(float));
+    std::memcpy(o + (i * (p + t) + p) * d, b.data_ptr<float>() + i * t * d, t * d * sizeof(float));
+  }
+  return out;
+}
+
 }  // namespace
 
 at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale) {
@@ -47,9 +76,9 @@ at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, con
   const int64_t hkv = prefix_k.size(0), p = prefix_k.size(1);
   IMPRESS_CHECK(hq % hkv == 0 && new_k.size(0) == hkv && new_k.size(1) == t);
   const int64_t g = hq / hkv;
-  at::Tensor qf = (q.to(at::kFloat) * scale).reshape({hkv, g * t, d});
-  at::Tensor keys = at::cat({prefix_k, new_k}, 1).to(at::kFloat);  // [Hkv, P + T, d]
-  at::Tensor scores = at::bmm(qf, keys.transpose(1, 2)).view({hkv, g, t, p + t});
+  const at::Tensor qf = ScaledQueries(q, scale).view({hkv, g * t, d});
+  at::Tensor scores = at::bmm(qf, KeysThenNew(prefix_k, new_k).transpose(1, 2));
+  scores = scores.view({hkv, g, t, p + t});
   // Row i (of the new tokens) sees every prefix column and new columns j <= i.
   if (scores.is_cpu()) {
     MaskFutureColumns(scores.data_ptr<float>(), hkv * g, t, p);
@@ -59,8 +88,8 @@ at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, con
         at::arange(t, opts.dtype(at::kLong)).unsqueeze(0) > at::arange(t, opts.dtype(at::kLong)).unsqueeze(1);
     scores.slice(3, p).masked_fill_(future, -std::numeric_limits<float>::infinity());
   }
-  at::Tensor probs = at::softmax(scores, -1);
-  return probs.slice(3, 0, p).sum(2).reshape({hq, p});
+  at::_softmax_out(scores, scores, -1, false);  // in place: each row's max, exponentials, sum and scaling
+  return scores.slice(3, 0, p).sum(2).reshape({hq, p});
 }
 
 namespace {
