@@ -22,6 +22,9 @@ void MaskFutureColumns(float* scores, int64_t blocks, int64_t t, int64_t p) {
     for (int64_t i = 0; i < t; ++i) std::fill(scores + (b * t + i) * (p + t) + p + i + 1, scores + (b * t + i + 1) * (p + t), ninf);
 }
 
+// Whether `x` is fp32 in host memory: what the host loops below read.
+bool HostFloat(const at::Tensor& x) { return x.is_cpu() && x.scalar_type() == at::kFloat; }
+
 // Column sums of `importance` [H, P] in double, the rows added in order, as
 // at::sum over dim 0 adds them (tests/select_test.cc checks that the two agree).
 std::vector<double> ColumnSums(const at::Tensor& importance) {
@@ -31,7 +34,7 @@ std::vector<double> ColumnSums(const at::Tensor& importance) {
     for (int64_t r = 0; r < h; ++r)
       for (int64_t i = 0; i < p; ++i) total[i] += static_cast<double>(x[r * p + i]);
   };
-  if (importance.is_cpu() && importance.is_contiguous() && importance.scalar_type() == at::kFloat) {
+  if (HostFloat(importance) && importance.is_contiguous()) {
     add_rows(importance.data_ptr<float>());
   } else {
     const at::Tensor d = importance.to(at::kCPU, at::kDouble).contiguous();
@@ -43,7 +46,7 @@ std::vector<double> ColumnSums(const at::Tensor& importance) {
 // q in fp32 times `scale`, contiguous [Hq, T, d]. On the host one pass of the
 // same float products ATen's multiply makes.
 at::Tensor ScaledQueries(const at::Tensor& q, float scale) {
-  if (!q.is_cpu() || q.scalar_type() != at::kFloat) return (q.to(at::kFloat) * scale).contiguous();
+  if (!HostFloat(q)) return (q.to(at::kFloat) * scale).contiguous();
   const at::Tensor x = q.contiguous();
   at::Tensor out = at::empty(x.sizes(), x.options());
   const float* in = x.data_ptr<float>();
@@ -55,9 +58,7 @@ at::Tensor ScaledQueries(const at::Tensor& q, float scale) {
 // at::cat({prefix_k, new_k}, 1) in fp32: [Hkv, P + T, d]. On the host one
 // copy per KV head and part, without ATen's general concatenation.
 at::Tensor KeysThenNew(const at::Tensor& prefix_k, const at::Tensor& new_k) {
-  const bool host = prefix_k.is_cpu() && new_k.is_cpu() && prefix_k.scalar_type() == at::kFloat &&
-                    new_k.scalar_type() == at::kFloat;
-  if (!host) return at::cat({prefix_k, new_k}, 1).to(at::kFloat);
+  if (!HostFloat(prefix_k) || !HostFloat(new_k)) return at::cat({prefix_k, new_k}, 1).to(at::kFloat);
   const at::Tensor a = prefix_k.contiguous(), b = new_k.contiguous();
   const int64_t h = a.size(0), p = a.size(1), t = b.size(1), d = a.size(2);
   at::Tensor out = at::empty({h, p + t, d}, a.options());
@@ -77,8 +78,7 @@ at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, con
   IMPRESS_CHECK(hq % hkv == 0 && new_k.size(0) == hkv && new_k.size(1) == t);
   const int64_t g = hq / hkv;
   const at::Tensor qf = ScaledQueries(q, scale).view({hkv, g * t, d});
-  at::Tensor scores = at::bmm(qf, KeysThenNew(prefix_k, new_k).transpose(1, 2));
-  scores = scores.view({hkv, g, t, p + t});
+  at::Tensor scores = at::bmm(qf, KeysThenNew(prefix_k, new_k).transpose(1, 2)).view({hkv, g, t, p + t});
   // Row i (of the new tokens) sees every prefix column and new columns j <= i.
   if (scores.is_cpu()) {
     MaskFutureColumns(scores.data_ptr<float>(), hkv * g, t, p);
@@ -158,7 +158,7 @@ at::Tensor TopKSetsOnHost(const at::Tensor& importance, int64_t k) {
 
 at::Tensor TopKSets(const at::Tensor& importance, int64_t k) {
   IMPRESS_CHECK(k >= 1 && k <= importance.size(1));
-  if (importance.is_cpu() && importance.scalar_type() == at::kFloat) return TopKSetsOnHost(importance, k);
+  if (HostFloat(importance)) return TopKSetsOnHost(importance, k);
   // Other devices and dtypes: a stable descending sort keeps equal scores in index order.
   at::Tensor best = std::get<1>(importance.sort(/*stable=*/true, /*dim=*/1, /*descending=*/true)).narrow(1, 0, k);
   return std::get<0>(best.sort(1));
