@@ -15,10 +15,12 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "common/runtime.h"
@@ -109,6 +111,54 @@ void BM_ItfProbeScoresMatmul(benchmark::State& state) {
     const at::Tensor q = in.qkv.q.slice(0, 0, kHq / kHkv).reshape({1, kHq / kHkv * t, kD});
     benchmark::DoNotOptimize(at::bmm(q, in.pk.slice(0, 0, 1).transpose(1, 2)));
   });
+  const double flops = 2.0 * (kHq / kHkv) * static_cast<double>(state.range(0)) * kPrefix * kD;
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// What the same LibTorch matmul reaches on a large square fp32 product
+// (1024 x 1024 x 1024): the rate the score matmul above can be held to.
+void BM_SgemmReference(benchmark::State& state) {
+  at::manual_seed(3);
+  const at::Tensor a = at::randn({1024, 1024}), b = at::randn({1024, 1024});
+  for (auto _ : state) benchmark::DoNotOptimize(at::mm(a, b));
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 1024 * 1024 * 1024 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The probe importance's softmax alone, in place over the score rows of
+// BM_ItfProbeScoresMatmul (the rest of the step is the matmul and a column sum).
+void BM_ItfProbeSoftmax(benchmark::State& state) {
+  std::vector<at::Tensor> scores;
+  for (const Inputs& in : MakeInputs(state.range(0))) {
+    const int64_t t = in.qkv.q.size(1);
+    const at::Tensor q = in.qkv.q.slice(0, 0, kHq / kHkv).reshape({1, kHq / kHkv * t, kD});
+    scores.push_back(at::bmm(q, in.pk.slice(0, 0, 1).transpose(1, 2)));
+  }
+  Cycle(state, scores, [](const at::Tensor& s) { at::_softmax_out(const_cast<at::Tensor&>(s), s, -1, false); });
+}
+
+// An alternative measured and not taken: the same product, softmax and
+// column sum per block of `range(1)` rows, so that each block's scores stay
+// in cache between the three passes (no causal mask: timing only).
+void BM_ItfProbeImportanceRowBlocks(benchmark::State& state) {
+  const int64_t rows_per_block = state.range(1);
+  std::vector<std::pair<at::Tensor, at::Tensor>> sets;  // probe rows [g*T, d], keys [d, P + T]
+  for (const Inputs& in : MakeInputs(state.range(0))) {
+    const int64_t t = in.qkv.q.size(1);
+    sets.emplace_back(in.qkv.q.slice(0, 0, kHq / kHkv).reshape({kHq / kHkv * t, kD}) * in.qkv.scale,
+                      at::cat({in.pk[0], in.qkv.k[0]}, 0).t());
+  }
+  at::Tensor block = at::empty({rows_per_block, sets[0].second.size(1)});
+  Cycle(state, sets, [&](const std::pair<at::Tensor, at::Tensor>& s) {
+    at::Tensor sums = at::zeros({s.second.size(1)});
+    for (int64_t r = 0; r < s.first.size(0); r += rows_per_block) {
+      const int64_t n = std::min(rows_per_block, s.first.size(0) - r);
+      at::Tensor b = block.narrow(0, 0, n);
+      at::mm_out(b, s.first.narrow(0, r, n), s.second);
+      at::_softmax_out(b, b, -1, false);
+      sums.add_(b.sum(0));
+    }
+    benchmark::DoNotOptimize(sums);
+  });
 }
 
 // ITF's parts: the probe heads' importance, their top-k sets, the similarity
@@ -178,6 +228,9 @@ BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
 BENCHMARK(BM_H2OImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeScoresMatmul)->NEW_TOKENS;
+BENCHMARK(BM_SgemmReference)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ItfProbeSoftmax)->NEW_TOKENS;
+BENCHMARK(BM_ItfProbeImportanceRowBlocks)->ArgsProduct({{16, 64}, {16, 64}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ItfTopKSets)->NEW_TOKENS;
 BENCHMARK(BM_ItfJaccard)->NEW_TOKENS;
 BENCHMARK(BM_ItfAgreedSet)->NEW_TOKENS;
