@@ -181,6 +181,19 @@ void BM_ItfProbeImportance(benchmark::State& state) {
         [](const Inputs& in) { benchmark::DoNotOptimize(ProbeImportance({}, in.qkv, in.pk)); });
 }
 
+// The same with the probe keys followed by room for the new tokens' keys, as
+// a store source hands them out (PrefixSource::key_room): no copy of the prefix keys.
+void BM_ItfProbeImportanceWithRoom(benchmark::State& state) {
+  std::vector<Inputs> sets = MakeInputs(state.range(0));
+  const int64_t t = state.range(0);
+  for (Inputs& in : sets) {
+    at::Tensor roomy = at::empty({kHkv, kPrefix + t, kD}).narrow(1, 0, kPrefix);
+    roomy.copy_(in.pk);
+    in.pk = roomy;
+  }
+  Cycle(state, sets, [t](const Inputs& in) { benchmark::DoNotOptimize(ProbeImportance({}, in.qkv, in.pk, t)); });
+}
+
 void BM_ItfTopKSets(benchmark::State& state) {
   const int64_t k = RetainedTokens(kRetention, kPrefix);
   Cycle(state, MakeProbeSets(state.range(0)),
@@ -227,6 +240,7 @@ BENCHMARK(BM_SelectItfTrusted)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
 BENCHMARK(BM_H2OImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportance)->NEW_TOKENS;
+BENCHMARK(BM_ItfProbeImportanceWithRoom)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeScoresMatmul)->NEW_TOKENS;
 BENCHMARK(BM_SgemmReference)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ItfProbeSoftmax)->NEW_TOKENS;

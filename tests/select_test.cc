@@ -249,8 +249,14 @@ TEST(Select, HostDecisionsAreTheTensorFormulasBitForBit) {
         const int64_t hq = 3 * hkv, d = 64;
         at::Tensor q = at::randn({t, hq, d}).transpose(0, 1), pk = at::randn({hkv, p, d}) * 3,
                    nk = at::randn({hkv, t, d});
-        EXPECT_TRUE(PrefixImportance(q, pk, nk, 0.125f).equal(ImportanceByTensorOps(q, pk, nk, 0.125f)))
-            << hkv << " " << p << " " << t;
+        const at::Tensor want = ImportanceByTensorOps(q, pk, nk, 0.125f);
+        EXPECT_TRUE(PrefixImportance(q, pk, nk, 0.125f).equal(want)) << hkv << " " << p << " " << t;
+        // The keys with room for the new ones after each head's, as a store source hands them out.
+        at::Tensor roomy = at::full({hkv, p + t, d}, 7.0f).narrow(1, 0, p);
+        roomy.copy_(pk);
+        EXPECT_TRUE(PrefixImportance(q, roomy, nk, 0.125f, t).equal(want)) << "room " << hkv << " " << p << " " << t;
+        EXPECT_TRUE(roomy.equal(pk));
+        EXPECT_TRUE(roomy.as_strided({hkv, t, d}, {(p + t) * d, d, 1}, p * d).equal(nk));  // the room holds new_k
       }
 }
 

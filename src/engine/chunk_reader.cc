@@ -173,14 +173,15 @@ void ChunkReader::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {
   cache_->Observe(shares);
 }
 
-at::Tensor ChunkReader::StackChunks(const std::vector<at::Tensor>& parts, const at::Tensor& rows, int64_t heads) const {
+at::Tensor ChunkReader::StackChunks(const std::vector<at::Tensor>& parts, const at::Tensor& rows, int64_t heads,
+                                    int64_t room) const {
   std::vector<at::Tensor> on;
   on.reserve(parts.size());
   for (const auto& p : parts) {
     stream_->HandOver(p);  // a cached chunk may be made and freed on other streams
     on.push_back(ToDevice(p, opt_.device));
   }
-  return StackChunkRows(on, rows, opt_.compute_type, heads);
+  return StackChunkRows(on, rows, opt_.compute_type, heads, room);
 }
 
 }  // namespace impress

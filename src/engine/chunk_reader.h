@@ -75,8 +75,10 @@ class ChunkReader {
   // Chunk parts [C, H, d] in token order -> [H, n*C, d] on the model's
   // device and in its dtype; with `rows` (int64, host or device) the rows of
   // the concatenation they name, in their order: [H, rows, d]; with `heads`
-  // only heads 0..heads-1 (engine/stack_chunks.h).
-  at::Tensor StackChunks(const std::vector<at::Tensor>& parts, const at::Tensor& rows = {}, int64_t heads = 0) const;
+  // only heads 0..heads-1; with `room`, that many unset rows after each
+  // head's (engine/stack_chunks.h).
+  at::Tensor StackChunks(const std::vector<at::Tensor>& parts, const at::Tensor& rows = {}, int64_t heads = 0,
+                         int64_t room = 0) const;
   // Reads `reads` from the backends: each from the first that holds it (the
   // last takes what none holds, and reports it). `tiers`, when given, gets
   // each read's tier.

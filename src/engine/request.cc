@@ -72,12 +72,12 @@ class RequestObserver final : public SelectionObserver {
 class StoreSelector {
  public:
   StoreSelector(const System& system, PrefixStore& store, const Model& model, const PrefixLease& lease,
-                const RequestOptions& ro, RequestTrace* trace)
+                const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace)
       : method_(MakeSelectionMethod(system.select)), observer_(store, lease, system.reorder, trace, ro.observer),
         trace_(trace),
         source_(store, model, lease,
                 method_->Ahead(static_cast<int64_t>(lease.chunks.size()) * store.geometry().chunk_tokens), ro,
-                trace) {}
+                new_tokens, trace) {}
 
   SelectedPrefix operator()(const LayerQkv& qkv) {
     auto t0 = Clock::now();
@@ -163,7 +163,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     last = recompute();
     computed = static_cast<DenseKvCache*>(kv_out->get());
   } else {
-    StoreSelector selector(system, *store, model, lease, opt, trace);
+    StoreSelector selector(system, *store, model, lease, opt, static_cast<int64_t>(rest.size()), trace);
     auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
     last = LastLogProbs(model.Forward(rest, m, *selected));
     trace->ttft_ms = Ms(start, Clock::now());  // the logits are on the host; the timeline is not TTFT

@@ -22,8 +22,10 @@ bool OnHostPath(const std::vector<at::Tensor>& parts, at::ScalarType type, int64
   return true;
 }
 
+// Row j of head h goes to out + (h * head_rows + j) * d.
 template <class T>
-void CopyRows(const std::vector<at::Tensor>& parts, const int64_t* rows, int64_t n, int64_t heads, float* out) {
+void CopyRows(const std::vector<at::Tensor>& parts, const int64_t* rows, int64_t n, int64_t heads,
+              int64_t head_rows, float* out) {
   const int64_t c = parts[0].size(0), d = parts[0].size(2);
   const int64_t total = c * static_cast<int64_t>(parts.size());
   std::vector<const T*> base;
@@ -46,7 +48,7 @@ void CopyRows(const std::vector<at::Tensor>& parts, const int64_t* rows, int64_t
     }
     const auto [part, row] = row_of(j);
     for (int64_t h = 0; h < heads; ++h) {
-      float* dst = out + (h * n + j) * d;
+      float* dst = out + (h * head_rows + j) * d;
       const T* src = row + h * s1[part];
       if constexpr (std::is_same_v<T, float>) std::memcpy(dst, src, d * sizeof(float));
       else HalfToFloat(reinterpret_cast<const uint16_t*>(src), dst, d);
@@ -57,25 +59,26 @@ void CopyRows(const std::vector<at::Tensor>& parts, const int64_t* rows, int64_t
 }  // namespace
 
 at::Tensor StackChunkRows(const std::vector<at::Tensor>& parts, const at::Tensor& rows, at::ScalarType type,
-                          int64_t heads) {
-  IMPRESS_CHECK(!parts.empty() && heads >= 0);
+                          int64_t heads, int64_t room) {
+  IMPRESS_CHECK(!parts.empty() && heads >= 0 && room >= 0);
   if (heads == 0) heads = parts[0].size(1);
   for (const at::Tensor& p : parts) IMPRESS_CHECK(p.dim() == 3 && p.size(1) >= heads);
   if (OnHostPath(parts, type, heads)) {
     const at::Tensor r = rows.defined() ? rows.to(at::kLong).cpu().contiguous() : at::Tensor();
     const int64_t n = r.defined() ? r.numel() : parts[0].size(0) * static_cast<int64_t>(parts.size());
-    at::Tensor out = at::empty({heads, n, parts[0].size(2)}, at::kFloat);
+    at::Tensor out = at::empty({heads, n + room, parts[0].size(2)}, at::kFloat);
     const int64_t* rp = r.defined() ? r.data_ptr<int64_t>() : nullptr;
-    if (parts[0].scalar_type() == at::kHalf) CopyRows<at::Half>(parts, rp, n, heads, out.data_ptr<float>());
-    else CopyRows<float>(parts, rp, n, heads, out.data_ptr<float>());
-    return out;
+    if (parts[0].scalar_type() == at::kHalf) CopyRows<at::Half>(parts, rp, n, heads, n + room, out.data_ptr<float>());
+    else CopyRows<float>(parts, rp, n, heads, n + room, out.data_ptr<float>());
+    return out.narrow(1, 0, n);
   }
   std::vector<at::Tensor> some;
   for (const at::Tensor& p : parts) some.push_back(heads < p.size(1) ? p.narrow(1, 0, heads) : p);
   at::Tensor stacked = some.size() == 1 ? some[0] : at::cat(some, 0);  // [n*C, heads, d], token-major
   if (rows.defined()) stacked = stacked.index_select(0, rows.to(stacked.device()));
   // Head-major in `type` in one pass: the cast and the transpose together.
-  at::Tensor out = at::empty({stacked.size(1), stacked.size(0), stacked.size(2)}, stacked.options().dtype(type));
+  at::Tensor out = at::empty({stacked.size(1), stacked.size(0) + room, stacked.size(2)}, stacked.options().dtype(type))
+                       .narrow(1, 0, stacked.size(0));
   out.copy_(stacked.transpose(0, 1));
   return out;
 }

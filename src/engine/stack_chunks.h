@@ -15,8 +15,11 @@ namespace impress {
 // C). Half or float parts on the host into float are copied row by row with
 // one conversion each; everything else goes through ATen (one
 // concatenation, one index, one cast). The values are the same either way.
-// REQUIRES: parts non-empty, rows within parts * C, heads <= every H_i.
+// With `room` > 0 the result is the first n rows per head of a [heads, n +
+// room, d] tensor (stride(0) = (n + room) * d): the `room` rows after each
+// head's are left unset, for a caller to append rows without copying these.
+// REQUIRES: parts non-empty, rows within parts * C, heads <= every H_i, room >= 0.
 at::Tensor StackChunkRows(const std::vector<at::Tensor>& parts, const at::Tensor& rows, at::ScalarType type,
-                          int64_t heads = 0);
+                          int64_t heads = 0, int64_t room = 0);
 
 }  // namespace impress

@@ -77,9 +77,10 @@ class PlacementTimer {
 }  // namespace
 
 StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLease& lease, ReadAhead ahead,
-                         const RequestOptions& ro, RequestTrace* trace)
+                         const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace)
     : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
       first_parts_(PartsOf(ahead)), speculate_(ro.speculate && ro.prefetch && ahead == ReadAhead::kProbeKeys),
+      key_room_(new_tokens),
       first_reads_(model.config().num_layers, [this](int l, DeviceSpans* spans) { return ReadFirst(l, spans); }, store.load_stream()) {
   // Each layer's token order, on the device once per lease (on the CPU the lease's own).
   if (lease.reordered()) {
@@ -138,7 +139,7 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
     }
     const int64_t heads = first_parts_ == kProbeKeys ? store_.geometry().probe_kv_heads : 0;
     if (spans != nullptr) spans->Open();
-    r.k = store_.reader().StackChunks(ks, TokenOrder(l), heads);
+    r.k = store_.reader().StackChunks(ks, TokenOrder(l), heads, first_parts_ & kValues ? 0 : key_room_);
     if (!vs.empty()) r.v = store_.reader().StackChunks(vs, TokenOrder(l));
     if (spans != nullptr) spans->Close();
   }
@@ -189,16 +190,17 @@ Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>& which) {
 }
 
 at::Tensor StoreSource::Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part,
-                              const at::Tensor& rows) {
+                              const at::Tensor& rows, int64_t room) {
   std::vector<at::Tensor> xs;
   for (int64_t i : which) xs.push_back(parts_[i].*part);
-  return StackNow(xs, rows);
+  return StackNow(xs, rows, 0, room);
 }
 
-at::Tensor StoreSource::StackNow(const std::vector<at::Tensor>& parts, const at::Tensor& rows, int64_t heads) {
+at::Tensor StoreSource::StackNow(const std::vector<at::Tensor>& parts, const at::Tensor& rows, int64_t heads,
+                                 int64_t room) {
   DeviceSpans& spans = demand_spans_[layer_];
   spans.Open();
-  at::Tensor out = store_.reader().StackChunks(parts, rows, heads);
+  at::Tensor out = store_.reader().StackChunks(parts, rows, heads, room);
   spans.Close();
   return out;
 }
@@ -257,7 +259,7 @@ Status StoreSource::Keys(int layer, at::Tensor* k) {
   }
   const std::vector<int64_t> all = Every();
   RETURN_IF_ERROR(FetchSome(kKeys, all));
-  *k = Stack(all, &ChunkParts::k, TokenOrder(layer));
+  *k = Stack(all, &ChunkParts::k, TokenOrder(layer), key_room_);
   return Status::OK();
 }
 
@@ -274,7 +276,7 @@ Status StoreSource::ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) {
   // KV heads than asked; a cached or guessed one has all its keys.
   std::vector<at::Tensor> pk;
   for (auto& x : parts_) pk.push_back(x.probe.defined() ? x.probe : x.k);
-  *k = StackNow(pk, TokenOrder(layer), kv_heads);
+  *k = StackNow(pk, TokenOrder(layer), kv_heads, key_room_);
   return Status::OK();
 }
 

@@ -33,8 +33,10 @@ namespace impress {
 
 class StoreSource final : public PrefixSource {
  public:
+  // `new_tokens`: the request's tokens after the prefix; the keys it hands
+  // out have room for theirs (key_room).
   StoreSource(PrefixStore& store, const Model& model, const PrefixLease& lease, ReadAhead ahead,
-              const RequestOptions& ro, RequestTrace* trace);
+              const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace);
   // Layer l's query-independent read: the one started early, else read now.
   Status Begin(int l);
   // Starts layer l's query-independent read on another thread (a no-op
@@ -47,6 +49,7 @@ class StoreSource final : public PrefixSource {
   Status All(int layer, at::Tensor* k, at::Tensor* v) override;
   Status Keys(int layer, at::Tensor* k) override;
   Status ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) override;
+  int64_t key_room() const override { return key_room_; }
   Status Values(int layer, const at::Tensor& used, at::Tensor* v) override;
   Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) override;
   // CUDA: the layers' device intervals (once the logits are on the host).
@@ -75,9 +78,11 @@ class StoreSource final : public PrefixSource {
   // read when they have it).
   Status FetchSome(uint8_t what, const std::vector<int64_t>& which);
   // One part of the chunks `which`, stacked (ChunkReader::StackChunks, `rows` of their concatenation).
-  at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part, const at::Tensor& rows);
+  at::Tensor Stack(const std::vector<int64_t>& which, at::Tensor ChunkParts::*part, const at::Tensor& rows,
+                   int64_t room = 0);
   // ChunkReader::StackChunks on the compute thread, within the layer's on-demand spans.
-  at::Tensor StackNow(const std::vector<at::Tensor>& parts, const at::Tensor& rows, int64_t heads = 0);
+  at::Tensor StackNow(const std::vector<at::Tensor>& parts, const at::Tensor& rows, int64_t heads = 0,
+                      int64_t room = 0);
   // The rows of every chunk's concatenation in token order for layer l (undefined: as stored).
   at::Tensor TokenOrder(int l) const;
   // Tells the cache policy that the current layer used every token (placement).
@@ -93,6 +98,7 @@ class StoreSource final : public PrefixSource {
   bool prefetch_;
   uint8_t first_parts_;  // ChunkPart bits of every layer's first read
   bool speculate_;       // RequestOptions::speculate, where it applies
+  int64_t key_room_;     // rows after each head's in the keys handed out
   int layer_ = -1;       // the layer Begin last took
   std::vector<ChunkParts> parts_;  // what the current layer has read
   at::Tensor all_k_, all_v_;       // the current layer's FirstRead::k and v

@@ -13,7 +13,7 @@ StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64
   SelectedPrefix s;
   RETURN_IF_ERROR(src.Keys(l, &s.kv.k));
   // [Hq, P], computed on the device, ranked on the host.
-  const at::Tensor imp = ReadBack(PrefixImportance(qkv.q, s.kv.k, qkv.k, qkv.scale), l, observer);
+  const at::Tensor imp = ReadBack(PrefixImportance(qkv.q, s.kv.k, qkv.k, qkv.scale, src.key_room()), l, observer);
   if (observer != nullptr) {
     observer->OnStepEnd(l, SelectStep::kImportance);
     observer->OnImportance(l, imp, qkv.q.size(1));

@@ -56,11 +56,23 @@ at::Tensor ScaledQueries(const at::Tensor& q, float scale) {
 }
 
 // at::cat({prefix_k, new_k}, 1) in fp32: [Hkv, P + T, d]. On the host one
-// copy per KV head and part, without ATen's general concatenation.
-at::Tensor KeysThenNew(const at::Tensor& prefix_k, const at::Tensor& new_k) {
+// copy per KV head and part, without ATen's general concatenation; with
+// `room` for new_k after each head's rows of prefix_k, only new_k's copies.
+at::Tensor KeysThenNew(const at::Tensor& prefix_k, const at::Tensor& new_k, int64_t room) {
   if (!HostFloat(prefix_k) || !HostFloat(new_k)) return at::cat({prefix_k, new_k}, 1).to(at::kFloat);
+  const int64_t t = new_k.size(1);
+  if (room == t && t > 0) {
+    const int64_t h = prefix_k.size(0), p = prefix_k.size(1), d = prefix_k.size(2);
+    // The keys' own strides must be those of [h, p + t, d], as the room's promise says.
+    IMPRESS_CHECK(prefix_k.stride(2) == 1 && prefix_k.stride(1) == d && prefix_k.stride(0) == (p + t) * d);
+    const at::Tensor b = new_k.contiguous();
+    float* o = prefix_k.data_ptr<float>();
+    for (int64_t i = 0; i < h; ++i)
+      std::memcpy(o + (i * (p + t) + p) * d, b.data_ptr<float>() + i * t * d, t * d * sizeof(float));
+    return prefix_k.as_strided({h, p + t, d}, {(p + t) * d, d, 1});
+  }
   const at::Tensor a = prefix_k.contiguous(), b = new_k.contiguous();
-  const int64_t h = a.size(0), p = a.size(1), t = b.size(1), d = a.size(2);
+  const int64_t h = a.size(0), p = a.size(1), d = a.size(2);
   at::Tensor out = at::empty({h, p + t, d}, a.options());
   float* o = out.data_ptr<float>();
   for (int64_t i = 0; i < h; ++i) {
@@ -72,13 +84,14 @@ at::Tensor KeysThenNew(const at::Tensor& prefix_k, const at::Tensor& new_k) {
 
 }  // namespace
 
-at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale) {
+at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale,
+                            int64_t room) {
   const int64_t hq = q.size(0), t = q.size(1), d = q.size(2);
   const int64_t hkv = prefix_k.size(0), p = prefix_k.size(1);
   IMPRESS_CHECK(hq % hkv == 0 && new_k.size(0) == hkv && new_k.size(1) == t);
   const int64_t g = hq / hkv;
   const at::Tensor qf = ScaledQueries(q, scale).view({hkv, g * t, d});
-  at::Tensor scores = at::bmm(qf, KeysThenNew(prefix_k, new_k).transpose(1, 2)).view({hkv, g, t, p + t});
+  at::Tensor scores = at::bmm(qf, KeysThenNew(prefix_k, new_k, room).transpose(1, 2)).view({hkv, g, t, p + t});
   // Row i (of the new tokens) sees every prefix column and new columns j <= i.
   if (scores.is_cpu()) {
     MaskFutureColumns(scores.data_ptr<float>(), hkv * g, t, p);

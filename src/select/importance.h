@@ -15,8 +15,13 @@ namespace impress {
 //   q        [Hq, T, d]  new tokens' queries (RoPE applied, unscaled)
 //   prefix_k [Hkv, P, d] prefix keys the heads use (query head h uses h / (Hq / Hkv))
 //   new_k    [Hkv, T, d] new tokens' keys
+//   room     rows after each head's P rows in prefix_k's memory that this call
+//            may overwrite (PrefixSource::key_room): with exactly T of them on
+//            fp32 host keys, new_k is written there instead of both being
+//            copied into one tensor; the result is the same.
 // Returns [Hq, P] in fp32.
-at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale);
+at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale,
+                            int64_t room = 0);
 
 // Indices of the k highest scores per row of `importance` [H, P], ascending:
 // [H, k], on its device; among equal scores at the k-th, the lower indices.

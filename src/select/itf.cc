@@ -11,15 +11,16 @@
 
 namespace impress {
 
-at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& probe_keys) {
+at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& probe_keys,
+                           int64_t room) {
   const int64_t hq = qkv.q.size(0), hkv = qkv.k.size(0), g = hq / hkv;
   const std::vector<int64_t> heads = ProbeQueryHeads(opt.probe_heads, hq, hkv, opt.probe_layout);
   const int64_t probes = static_cast<int64_t>(heads.size()), probe_kv = ProbeKvHeads(heads, hq, hkv);
   if (heads.back() == probes - 1)  // heads 0..probes-1: the groups of the first KV heads, as they are
     return PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys.slice(0, 0, probe_kv),
-                            qkv.k.slice(0, 0, probe_kv), qkv.scale)
+                            qkv.k.slice(0, 0, probe_kv), qkv.scale, room)
         .slice(0, 0, probes);
-  // Elsewhere each probe head is paired with its own KV head's keys.
+  // Elsewhere each probe head is paired with its own KV head's keys (a copy: no room).
   std::vector<int64_t> kv;
   for (int64_t h : heads) kv.push_back(h / g);
   const at::Tensor hi = ToDevice(at::tensor(heads, at::kLong), qkv.q.device());
@@ -43,7 +44,7 @@ class ItfMethod final : public RetainingMethod {
     at::Tensor probe_keys;
     RETURN_IF_ERROR(src.ProbeKeys(l, probe_kv, &probe_keys));
     // Computed on the device, decided on the host.
-    const at::Tensor imp = ReadBack(ProbeImportance(opt_, qkv, probe_keys), l, obs);
+    const at::Tensor imp = ReadBack(ProbeImportance(opt_, qkv, probe_keys, src.key_room()), l, obs);
     if (obs != nullptr) obs->OnStepEnd(l, SelectStep::kImportance);
     // The chunk unit ranks the chunks as the source stores them (reordered ones included).
     const ItfDecision d = opt_.unit == ItfUnit::kChunk ? DecideItf(imp, k, opt_.alpha, src.ChunkOf(l), src.chunks())

@@ -44,6 +44,10 @@ class PrefixSource {
   virtual Status Keys(int layer, at::Tensor* k) = 0;
   // Every token's keys of KV heads 0..kv_heads-1: [kv_heads, P, d].
   virtual Status ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) = 0;
+  // How many rows after each head's P rows, in the tensors Keys and
+  // ProbeKeys return, a caller may overwrite until the next call for the
+  // same layer (PrefixImportance's `room`); 0: none.
+  virtual int64_t key_room() const { return 0; }
   // Values [Hkv, P, d], exact at every position of a chunk holding one of
   // `used` (int64 positions, host, ascending); elsewhere they may be zeros,
   // so a caller attends to `used` positions only.

@@ -53,8 +53,10 @@ struct SelectedPrefix {
 };
 
 // The probe heads' importance [probes, P], in ProbeQueryHeads order, from the
-// prefix keys of KV heads 0..n-1 (`probe_keys` [n, P, d], n >= ProbeKvHeads).
-at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& probe_keys);
+// prefix keys of KV heads 0..n-1 (`probe_keys` [n, P, d], n >= ProbeKvHeads),
+// which have `room` rows free after each head's (PrefixImportance).
+at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& probe_keys,
+                           int64_t room = 0);
 
 // Selects from prefix keys/values held in memory ([Hkv, P, d]): the method
 // of `opt` over a MemorySource (select/memory_source.h).
