@@ -78,6 +78,15 @@ void BM_AttendFullPrefix(benchmark::State& state) {
         [](const Inputs& in) { benchmark::DoNotOptimize(Attend(in.qkv, PrefixKv{in.pk, in.pv, {}})); });
 }
 
+// What that attention spends joining the prefix's keys and values to the new
+// tokens' (model/attention.cc concatenates both before attending).
+void BM_AttendJoinPrefixKv(benchmark::State& state) {
+  Cycle(state, MakeInputs(state.range(0)), [](const Inputs& in) {
+    benchmark::DoNotOptimize(at::cat({in.pk, in.qkv.k}, 1));
+    benchmark::DoNotOptimize(at::cat({in.pv, in.qkv.v}, 1));
+  });
+}
+
 void Select(benchmark::State& state, SelectorKind kind, double alpha) {
   SelectorOptions opt;
   opt.kind = kind;
@@ -235,6 +244,7 @@ void BM_GatherKeptKeys(benchmark::State& state) {
 
 #define NEW_TOKENS Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_AttendFullPrefix)->NEW_TOKENS;
+BENCHMARK(BM_AttendJoinPrefixKv)->NEW_TOKENS;
 BENCHMARK(BM_SelectH2O)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfTrusted)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
