@@ -139,6 +139,7 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
     }
     const int64_t heads = first_parts_ == kProbeKeys ? store_.geometry().probe_kv_heads : 0;
     if (spans != nullptr) spans->Open();
+    // Keys read with their values go to attention whole; the others leave room (key_room).
     r.k = store_.reader().StackChunks(ks, TokenOrder(l), heads, first_parts_ & kValues ? 0 : key_room_);
     if (!vs.empty()) r.v = store_.reader().StackChunks(vs, TokenOrder(l));
     if (spans != nullptr) spans->Close();

@@ -55,30 +55,27 @@ at::Tensor ScaledQueries(const at::Tensor& q, float scale) {
   return out;
 }
 
-// at::cat({prefix_k, new_k}, 1) in fp32: [Hkv, P + T, d]. On the host one
-// copy per KV head and part, without ATen's general concatenation; with
-// `room` for new_k after each head's rows of prefix_k, only new_k's copies.
+// at::cat({prefix_k, new_k}, 1) in fp32: [Hkv, P + T, d]. On the host
+// without ATen's general concatenation: the prefix rows copied per KV head
+// into a new tensor, or left where they are when prefix_k has `room` for
+// exactly new_k after each head's rows; then new_k's rows after them.
 at::Tensor KeysThenNew(const at::Tensor& prefix_k, const at::Tensor& new_k, int64_t room) {
   if (!HostFloat(prefix_k) || !HostFloat(new_k)) return at::cat({prefix_k, new_k}, 1).to(at::kFloat);
-  const int64_t t = new_k.size(1);
-  if (room == t && t > 0) {
-    const int64_t h = prefix_k.size(0), p = prefix_k.size(1), d = prefix_k.size(2);
+  const int64_t h = prefix_k.size(0), p = prefix_k.size(1), t = new_k.size(1), d = prefix_k.size(2);
+  at::Tensor out;
+  if (room > 0 && room == t) {
     // The keys' own strides must be those of [h, p + t, d], as the room's promise says.
     IMPRESS_CHECK(prefix_k.stride(2) == 1 && prefix_k.stride(1) == d && prefix_k.stride(0) == (p + t) * d);
-    const at::Tensor b = new_k.contiguous();
-    float* o = prefix_k.data_ptr<float>();
+    out = prefix_k.as_strided({h, p + t, d}, {(p + t) * d, d, 1});
+  } else {
+    const at::Tensor a = prefix_k.contiguous();
+    out = at::empty({h, p + t, d}, a.options());
     for (int64_t i = 0; i < h; ++i)
-      std::memcpy(o + (i * (p + t) + p) * d, b.data_ptr<float>() + i * t * d, t * d * sizeof(float));
-    return prefix_k.as_strided({h, p + t, d}, {(p + t) * d, d, 1});
+      std::memcpy(out.data_ptr<float>() + i * (p + t) * d, a.data_ptr<float>() + i * p * d, p * d * sizeof(float));
   }
-  const at::Tensor a = prefix_k.contiguous(), b = new_k.contiguous();
-  const int64_t h = a.size(0), p = a.size(1), d = a.size(2);
-  at::Tensor out = at::empty({h, p + t, d}, a.options());
-  float* o = out.data_ptr<float>();
-  for (int64_t i = 0; i < h; ++i) {
-    std::memcpy(o + i * (p + t) * d, a.data_ptr<float>() + i * p * d, p * d * sizeof(float));
-    std::memcpy(o + (i * (p + t) + p) * d, b.data_ptr<float>() + i * t * d, t * d * sizeof(float));
-  }
+  const at::Tensor b = new_k.contiguous();
+  for (int64_t i = 0; i < h; ++i)
+    std::memcpy(out.data_ptr<float>() + (i * (p + t) + p) * d, b.data_ptr<float>() + i * t * d, t * d * sizeof(float));
   return out;
 }
 
