@@ -14,8 +14,15 @@ documents on which each system predicts what R predicts, right or wrong. That
 measures how much each selection changes the model's answers, without the
 noise of near-tied documents whose gold label a coin flip decides.
 
-Usage: scripts/paired_test.py A.jsonl B.jsonl [--reference R.jsonl] [--metric acc|acc_norm]
-                              [--label-a A] [--label-b B]
+A, B and R may each be several files joined by commas, the same number for
+each: file i of A is compared with file i of B (the same documents under
+several few-shot seeds, say), and each (document, file) pair counts once.
+Pairs from one document under different prefixes are not independent, so the
+pooled p-value is smaller than an exact one would be: a pooled "not
+significant" holds, a pooled "significant" needs a second look.
+
+Usage: scripts/paired_test.py A.jsonl[,A2.jsonl...] B.jsonl[,B2.jsonl...] [--reference R.jsonl[,...]]
+                              [--metric acc|acc_norm] [--label-a A] [--label-b B]
 """
 import argparse
 import json
@@ -23,33 +30,30 @@ import math
 import sys
 
 
-def load_preds(path, metric):
-    """{(task, doc): (prediction, gold)} of one samples file."""
+def load_preds(paths, metric):
+    """{(task, doc, i): (prediction, gold)} of the samples files `paths`
+    (joined by commas), i the file's position in the list."""
     key = "pred" if metric == "acc" else "pred_norm"
     preds = {}
-    with open(path) as f:
-        for line_no, line in enumerate(f, 1):
-            try:
-                r = json.loads(line)
-                preds[(r["task"], r["doc"])] = (r[key], r["gold"])
-            except (ValueError, KeyError) as e:
-                sys.exit(f"{path}:{line_no}: not an eval samples record ({e})")
+    for i, path in enumerate(paths.split(",")):
+        with open(path) as f:
+            for line_no, line in enumerate(f, 1):
+                try:
+                    r = json.loads(line)
+                    preds[(r["task"], r["doc"], i)] = (r[key], r["gold"])
+                except (ValueError, KeyError) as e:
+                    sys.exit(f"{path}:{line_no}: not an eval samples record ({e})")
     return preds
 
 
 def right(preds):
-    """{(task, doc): whether the prediction is right} of load_preds' result."""
+    """{key: whether the prediction is right} of load_preds' result."""
     return {k: pred == gold for k, (pred, gold) in preds.items()}
 
 
 def agreement(preds, ref):
-    """{(task, doc): whether the prediction equals the reference's}."""
+    """{key: whether the prediction equals the reference's}."""
     return {k: pred == ref[k][0] for k, (pred, _) in preds.items()}
-
-
-def load(path, metric):
-    """{(task, doc): whether the prediction is right}."""
-    return right(load_preds(path, metric))
 
 
 def compare(a, b):
@@ -65,7 +69,7 @@ def table(a, b, label, label_a, label_b):
     """Markdown rows comparing the per-document booleans a and b per task."""
     rows = [f"| task | n | {label_a} {label} | {label_b} {label} | B - A points | "
             f"only A | only B | McNemar p |", "|---|---|---|---|---|---|---|---|"]
-    for t in dict.fromkeys(t for t, _ in a):
+    for t in dict.fromkeys(k[0] for k in a):
         docs = [k for k in a if k[0] == t]
         n, share_a, share_b, only_a, only_b, p = compare({k: a[k] for k in docs}, {k: b[k] for k in docs})
         rows.append(f"| {t} | {n} | {share_a:.3f} | {share_b:.3f} | {100 * (share_b - share_a):+.2f} | {only_a} | "
@@ -90,6 +94,9 @@ def main():
     ap.add_argument("--label-a", default="A")
     ap.add_argument("--label-b", default="B")
     args = ap.parse_args()
+    lists = [args.a, args.b] + ([args.reference] if args.reference else [])
+    if len({x.count(",") for x in lists}) != 1:
+        sys.exit(f"{args.b}: not as many files as {args.a} (and --reference)")
     pa, pb = load_preds(args.a, args.metric), load_preds(args.b, args.metric)
     if pa.keys() != pb.keys():
         sys.exit(f"{args.b}: scores other documents than {args.a} ({len(pa)} vs {len(pb)} records)")

@@ -2,7 +2,8 @@
 # scripts/paired_test.py on constructed samples: the exact McNemar p-values of
 # textbook cases (b, c discordant pairs): (0, 6) -> 2/2^6 = 0.031,
 # (1, 9) -> 2 * (1 + 10) / 2^10 = 0.021, (3, 3) -> 1; with --reference, the
-# same test on agreement with the reference's predictions; bad input is one line.
+# same test on agreement with the reference's predictions; several files a side
+# pooled as (document, file) pairs; bad input is one line.
 set -euo pipefail
 script=$1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -42,6 +43,20 @@ grep -q "a.jsonl: scores other documents" <<<"$err"
 head -3 "$tmp/a.jsonl" >"$tmp/short.jsonl"
 if err=$(python3 "$script" "$tmp/a.jsonl" "$tmp/short.jsonl" 2>&1); then echo "mismatched documents accepted"; exit 1; fi
 grep -q "short.jsonl: scores other documents" <<<"$err"
+# The (0, 6) case split over two files a side, the same document numbers in
+# each: pooled, the counts add up to (0, 6) again.
+write_to() {  # task, both right, only B right, file prefix -> $tmp/PREFIXa.jsonl, $tmp/PREFIXb.jsonl
+  local t=$1 i=0
+  for _ in $(seq 1 "$2"); do rec "$t" $i 0 >>"$tmp/$4a.jsonl"; rec "$t" $i 0 >>"$tmp/$4b.jsonl"; i=$((i+1)); done
+  for _ in $(seq 1 "$3"); do rec "$t" $i 1 >>"$tmp/$4a.jsonl"; rec "$t" $i 0 >>"$tmp/$4b.jsonl"; i=$((i+1)); done
+}
+write_to pool 2 3 p1
+write_to pool 2 3 p2
+out=$(python3 "$script" "$tmp/p1a.jsonl,$tmp/p2a.jsonl" "$tmp/p1b.jsonl,$tmp/p2b.jsonl")
+echo "$out"
+grep -q '^| pool | 10 | 0.400 | 1.000 | +60.00 | 0 | 6 | 0.031 |$' <<<"$out"
+if err=$(python3 "$script" "$tmp/p1a.jsonl,$tmp/p2a.jsonl" "$tmp/p1b.jsonl" 2>&1); then echo "unequal file lists accepted"; exit 1; fi
+grep -q "p1b.jsonl: not as many files as" <<<"$err"
 echo '{"task": 1}' >"$tmp/bad.jsonl"
 if err=$(python3 "$script" "$tmp/bad.jsonl" "$tmp/a.jsonl" 2>&1); then echo "malformed record accepted"; exit 1; fi
 grep -q "bad.jsonl:1: not an eval samples record" <<<"$err"
