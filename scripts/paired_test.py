@@ -7,6 +7,9 @@ both accuracies, the documents only one of them got right, and the exact
 two-sided McNemar p-value: under "A and B are equally accurate" each of the
 b + c discordant documents is A's with probability 1/2, so
 p = min(1, 2 * P[Binomial(b + c, 1/2) <= min(b, c)]).
+Beside it, the 95% interval of the difference B - A (Wald, for paired
+proportions): d = (c - b) / n, se = sqrt(((b + c) / n - d^2) / n), d +- 1.96 se,
+where b documents only A holds and c only B.
 
 With --reference R.jsonl (the same documents scored with the full prefix KV),
 a second table asks the same of fidelity instead of accuracy: the share of
@@ -65,15 +68,23 @@ def compare(a, b):
     return n, sum(a.values()) / n, sum(b.values()) / n, only_a, only_b, mcnemar_exact(only_a, only_b)
 
 
+def interval(n, only_a, only_b, z=1.96):
+    """The Wald interval (low, high) of the paired difference B - A."""
+    d = (only_b - only_a) / n
+    se = math.sqrt(max(0.0, ((only_a + only_b) / n - d * d) / n))
+    return d - z * se, d + z * se
+
+
 def table(a, b, label, label_a, label_b):
     """Markdown rows comparing the per-document booleans a and b per task."""
-    rows = [f"| task | n | {label_a} {label} | {label_b} {label} | B - A points | "
-            f"only A | only B | McNemar p |", "|---|---|---|---|---|---|---|---|"]
+    rows = [f"| task | n | {label_a} {label} | {label_b} {label} | B - A points | 95% interval | "
+            f"only A | only B | McNemar p |", "|---|---|---|---|---|---|---|---|---|"]
     for t in dict.fromkeys(k[0] for k in a):
         docs = [k for k in a if k[0] == t]
         n, share_a, share_b, only_a, only_b, p = compare({k: a[k] for k in docs}, {k: b[k] for k in docs})
-        rows.append(f"| {t} | {n} | {share_a:.3f} | {share_b:.3f} | {100 * (share_b - share_a):+.2f} | {only_a} | "
-                    f"{only_b} | {p:.3f} |")
+        low, high = interval(n, only_a, only_b)
+        rows.append(f"| {t} | {n} | {share_a:.3f} | {share_b:.3f} | {100 * (share_b - share_a):+.2f} | "
+                    f"[{100 * low:+.2f}, {100 * high:+.2f}] | {only_a} | {only_b} | {p:.3f} |")
     return "\n".join(rows)
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/paired_test.py on constructed samples: the exact McNemar p-values of
 # textbook cases (b, c discordant pairs): (0, 6) -> 2/2^6 = 0.031,
-# (1, 9) -> 2 * (1 + 10) / 2^10 = 0.021, (3, 3) -> 1; with --reference, the
+# (1, 9) -> 2 * (1 + 10) / 2^10 = 0.021, (3, 3) -> 1, and the Wald interval of
+# the difference, d +- 1.96 sqrt(((b + c)/n - d^2)/n): (0, 6) of 10: 0.6 +- 0.3036;
+# (1, 9) of 20: 0.4 +- 0.2556; (3, 3) of 20: 0 +- 0.2400; with --reference, the
 # same test on agreement with the reference's predictions; several files a side
 # pooled as (document, file) pairs; bad input is one line.
 set -euo pipefail
@@ -21,9 +23,9 @@ write ten 10 1 9 0
 write even 5 3 3 9
 out=$(python3 "$script" "$tmp/a.jsonl" "$tmp/b.jsonl")
 echo "$out"
-grep -q '^| six | 10 | 0.400 | 1.000 | +60.00 | 0 | 6 | 0.031 |$' <<<"$out"
-grep -q '^| ten | 20 | 0.550 | 0.950 | +40.00 | 1 | 9 | 0.021 |$' <<<"$out"
-grep -q '^| even | 20 | 0.400 | 0.400 | +0.00 | 3 | 3 | 1.000 |$' <<<"$out"
+grep -q '^| six | 10 | 0.400 | 1.000 | +60.00 | \[+29.64, +90.36\] | 0 | 6 | 0.031 |$' <<<"$out"
+grep -q '^| ten | 20 | 0.550 | 0.950 | +40.00 | \[+14.44, +65.56\] | 1 | 9 | 0.021 |$' <<<"$out"
+grep -q '^| even | 20 | 0.400 | 0.400 | +0.00 | \[-24.00, +24.00\] | 3 | 3 | 1.000 |$' <<<"$out"
 # Agreement with a reference that is always wrong (pred 1): A predicts 1 on
 # docs 0-7, B on docs 0-1, so only A agrees on 6 documents and never only B.
 for i in $(seq 0 9); do
@@ -33,8 +35,8 @@ for i in $(seq 0 9); do
 done
 out=$(python3 "$script" "$tmp/ra.jsonl" "$tmp/rb.jsonl" --reference "$tmp/r.jsonl")
 echo "$out"
-grep -q '^| ref | 10 | 0.200 | 0.800 | +60.00 | 0 | 6 | 0.031 |$' <<<"$out"
-grep -q '^| ref | 10 | 0.800 | 0.200 | -60.00 | 6 | 0 | 0.031 |$' <<<"$out"
+grep -q '^| ref | 10 | 0.200 | 0.800 | +60.00 | \[+29.64, +90.36\] | 0 | 6 | 0.031 |$' <<<"$out"
+grep -q '^| ref | 10 | 0.800 | 0.200 | -60.00 | \[-90.36, -29.64\] | 6 | 0 | 0.031 |$' <<<"$out"
 grep -q 'agrees with full KV' <<<"$out"
 if err=$(python3 "$script" "$tmp/ra.jsonl" "$tmp/rb.jsonl" --reference "$tmp/a.jsonl" 2>&1); then
   echo "mismatched reference accepted"; exit 1
@@ -54,7 +56,7 @@ write_to pool 2 3 p1
 write_to pool 2 3 p2
 out=$(python3 "$script" "$tmp/p1a.jsonl,$tmp/p2a.jsonl" "$tmp/p1b.jsonl,$tmp/p2b.jsonl")
 echo "$out"
-grep -q '^| pool | 10 | 0.400 | 1.000 | +60.00 | 0 | 6 | 0.031 |$' <<<"$out"
+grep -q '^| pool | 10 | 0.400 | 1.000 | +60.00 | \[+29.64, +90.36\] | 0 | 6 | 0.031 |$' <<<"$out"
 if err=$(python3 "$script" "$tmp/p1a.jsonl,$tmp/p2a.jsonl" "$tmp/p1b.jsonl" 2>&1); then echo "unequal file lists accepted"; exit 1; fi
 grep -q "p1b.jsonl: not as many files as" <<<"$err"
 echo '{"task": 1}' >"$tmp/bad.jsonl"
