@@ -20,9 +20,10 @@ noise of near-tied documents whose gold label a coin flip decides.
 A, B and R may each be several files joined by commas, the same number for
 each: file i of A is compared with file i of B (the same documents under
 several few-shot seeds, say), and each (document, file) pair counts once.
-Pairs from one document under different prefixes are not independent, so the
-pooled p-value is smaller than an exact one would be: a pooled "not
-significant" holds, a pooled "significant" needs a second look.
+Pairs from one document under different prefixes need not be independent, so
+the pooled p-value and interval can come out smaller and narrower than they
+should: a pooled "not significant" holds, a pooled "significant" needs a
+second look (are the changed pairs on different documents?).
 
 Usage: scripts/paired_test.py A.jsonl[,A2.jsonl...] B.jsonl[,B2.jsonl...] [--reference R.jsonl[,...]]
                               [--metric acc|acc_norm] [--label-a A] [--label-b B]
