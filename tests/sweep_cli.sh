@@ -2,7 +2,8 @@
 # Sweeps through the real executable on a tiny checkpoint: run with two
 # retentions x two chunk sizes and eval with two ITF units x two alphas write
 # one result per combination, each naming its own parameters, in the
-# documented order.
+# documented order; `as`, which keeps every token, runs once per chunk size
+# and its row is repeated at the second retention, marked so.
 # Usage: sweep_cli.sh IMPRESS_BINARY FIXTURES_DIR DATA_DIR
 set -euo pipefail
 bin=$1; fixtures=$2; data=$3
@@ -21,6 +22,17 @@ run = json.load(open(os.path.join(t, "run.json")))["sweep"]
 got = [(r["config"]["retention"], r["config"]["chunk"]) for r in run]
 assert got == [(0.25, 16), (0.25, 32), (0.5, 16), (0.5, 32)], got
 assert all([x["system"] for x in r["runs"]] == ["as", "impress"] for r in run)
+# as at retention 0.5 is the run measured at 0.25 with the same chunk size;
+# impress, which depends on the retention, is measured at every point.
+for later, first in ((2, 0), (3, 1)):
+    rep = dict(run[later]["runs"][0])
+    assert rep.pop("repeated") is True, run[later]["runs"][0].keys()
+    assert rep == run[first]["runs"][0]
+for r in run[:2]:
+    assert not any("repeated" in x for x in r["runs"])
+assert not any("repeated" in r["runs"][1] for r in run)
+assert run[2]["runs"][1]["per_request"] != run[0]["runs"][1]["per_request"] or \
+    run[2]["runs"][1]["kept_share"] != run[0]["runs"][1]["kept_share"]
 assert sorted(os.listdir(os.path.join(t, "store"))) == ["chunk16", "chunk32"], os.listdir(os.path.join(t, "store"))
 ev = json.load(open(os.path.join(t, "eval.json")))["sweep"]
 got = [(e["itf_unit"], e["alpha"], e["chunk"]) for e in ev]
@@ -30,5 +42,5 @@ assert got == [("token", 0, 8), ("token", 0.6, 8), ("chunk", 0, 8), ("chunk", 0.
 for e in (ev[0], ev[2]):
     assert e["results"][0]["fallback_share"] == 1.0, e["results"][0]
 assert ev[0]["results"][0]["gold_loglik_mean"] == ev[2]["results"][0]["gold_loglik_mean"]
-print("sweep_cli: run 4 points, eval 4 points")
+print("sweep_cli: run 4 points (as repeated at 2), eval 4 points")
 PY

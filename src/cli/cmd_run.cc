@@ -56,6 +56,7 @@ int RunRun(RunOptions o) {
   if (!model.ok()) return Fail(model.status());
 
   std::vector<nlohmann::ordered_json> results;
+  RunMemo memo;  // a system runs once for the axes it does not depend on
   const std::string store = c.store;
   for (const SweepPoint& p : SweepPoints(o.axes)) {
     c.itf_unit = p.itf_unit;
@@ -65,7 +66,7 @@ int RunRun(RunOptions o) {
     c.pool = p.pool;
     // A store holds one chunk size: a chunk sweep keeps one folder per size.
     if (!store.empty() && o.axes.chunk.size() > 1) c.store = store + "/chunk" + std::to_string(p.chunk);
-    auto r = RunSystems(**model, **tok, c);
+    auto r = RunSystems(**model, **tok, c, &memo);
     if (!r.ok()) return Fail(r.status());
     r->model = o.model;
     if (!results.empty()) std::printf("\n");

@@ -47,4 +47,7 @@ StatusOr<System> ParseSystem(const std::string& name, double retention, double a
   return s;
 }
 
+bool DependsOnRetention(const System& s) { return s.select.kind != SelectorKind::kFull; }
+bool DependsOnItf(const System& s) { return s.select.kind == SelectorKind::kItf; }
+
 }  // namespace impress

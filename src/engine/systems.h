@@ -24,5 +24,9 @@ struct System {
 const std::vector<std::string>& SystemNames();
 // The named system with the given retention and IMPRESS alpha.
 StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, double alpha = 0.6);
+// Whether the retention changes what `s` computes (every selective system),
+// and whether IMPRESS's alpha and agreed-set unit do (systems with probe heads).
+bool DependsOnRetention(const System& s);
+bool DependsOnItf(const System& s);
 
 }  // namespace impress

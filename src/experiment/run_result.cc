@@ -67,6 +67,7 @@ nlohmann::ordered_json RunResult::ToJson() const {
       layers.push_back({{"load_ms", l.load_ms}, {"compute_ms", l.compute_ms}, {"wait_ms", l.wait_ms}});
     j["device_timeline"] = {{"copy_hidden_share", device_timeline->copy_hidden_share}, {"per_layer_mean", layers}};
   }
+  if (repeated) j["repeated"] = true;  // only on a repeated row
   if (fill)
     j["fill"] = {{"computed_prefixes", fill->computed_prefixes}, {"computed_tokens", fill->computed_tokens},
                  {"adopted_chunks", fill->adopted_chunks}, {"remote_codec_mismatches", fill->remote_codec_mismatches}};

@@ -99,6 +99,7 @@ struct RunResult {
   std::optional<FillCounts> fill;      // systems that reuse KV
   std::optional<RemoteTally> remote;   // with --remote
   std::optional<ReorderSection> reorder;  // systems that reorder
+  bool repeated = false;  // an earlier sweep point's run, not measured again (RunMemo)
 
   nlohmann::ordered_json ToJson() const;
 };

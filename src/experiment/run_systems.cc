@@ -351,12 +351,26 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
   return run;
 }
 
+// What identifies `s`'s run under `o` in a RunMemo: the whole configuration
+// with this system alone, less the axes it does not depend on.
+std::string MemoKey(const RunConfig& o, const System& s) {
+  nlohmann::ordered_json j = o.ToJson();
+  j["systems"] = {s.name};
+  if (!DependsOnRetention(s)) j.erase("retention");
+  if (!DependsOnItf(s)) {
+    j.erase("alpha");
+    j.erase("itf_unit");
+  }
+  return j.dump();
+}
+
 }  // namespace
 
-StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o) {
+StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o, RunMemo* memo) {
   const TaskSpec* task = FindTask(o.task);
   if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + o.task + "'");
   ASSIGN_OR_RETURN(std::vector<System> systems, ParseSystems(o));
+  if (!o.remote.empty()) memo = nullptr;
   ASSIGN_OR_RETURN(Workload w, LoadWorkload(m, tok, *task, o));
   RunResults result;
   result.config = o;
@@ -367,8 +381,15 @@ StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig&
     ASSIGN_OR_RETURN(remote, RemoteStore::Connect(RemoteOptions{o.remote, o.remote_bw}));
   }
   for (const System& system : systems) {
+    const std::string key = memo != nullptr ? MemoKey(o, system) : "";
+    if (memo != nullptr && memo->count(key)) {
+      result.runs.push_back(memo->at(key));
+      result.runs.back().repeated = true;
+      continue;
+    }
     ASSIGN_OR_RETURN(SystemRun run, RunSystem(m, tok, o, system, remote.get(), w));
     result.runs.push_back(run.Summarize(o.reorder_every));
+    if (memo != nullptr) (*memo)[key] = result.runs.back();
   }
   return result;
 }
@@ -407,6 +428,11 @@ void PrintRunReport(const RunResults& result, std::FILE* out) {
                  r.hit_gpu, r.hit_cpu, static_cast<long long>(r.chunk_loads), static_cast<long long>(r.chunks_read),
                  r.kv_chunks_per_request, r.kv_hit_gpu, r.kept_share, r.fallback_share, r.acc);
   }
+  std::string repeated;
+  for (const RunResult& r : result.runs)
+    if (r.repeated) repeated += (repeated.empty() ? "" : ", ") + r.system;
+  if (!repeated.empty())
+    std::fprintf(out, "\nrepeated from an earlier point of the sweep, which it does not depend on: %s\n", repeated.c_str());
   // Selection time in its parts, for the systems that spend any.
   bool selects = false;
   for (const RunResult& r : result.runs) selects |= r.select_ms_mean > 0;

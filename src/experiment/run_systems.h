@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,19 @@ namespace impress {
 class Model;
 class Tokenizer;
 
+// Results of a sweep's earlier points, one per system and the part of the
+// configuration that system depends on: the retention only for selective
+// systems, alpha and the agreed-set unit only for systems with probe heads.
+using RunMemo = std::map<std::string, RunResult>;
+
 // Runs every system of `config` over the same stream (RunResults::ToJson is
-// the run JSON; README lists its fields). Errors: unknown task or system,
-// missing split, unusable store.
-StatusOr<RunResults> RunSystems(Model& model, const Tokenizer& tok, const RunConfig& config);
+// the run JSON; README lists its fields). With `memo`, a system whose run an
+// earlier point already measured under everything it depends on (`as` in an
+// --alpha sweep) is not run again: its row is that run's, marked `repeated`,
+// and every run made here is added to `memo`. Without a remote tier only: with
+// one, the systems of a point share the cluster's contents, so each runs.
+// Errors: unknown task or system, missing split, unusable store.
+StatusOr<RunResults> RunSystems(Model& model, const Tokenizer& tok, const RunConfig& config, RunMemo* memo = nullptr);
 
 // The table `impress run` prints for one RunSystems result, then its
 // remote, speculation, reordering and per-layer (Fig. 19) lines.
