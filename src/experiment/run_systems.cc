@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "common/progress.h"
 #include "common/units.h"
@@ -371,7 +372,7 @@ StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig&
   if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + o.task + "'");
   ASSIGN_OR_RETURN(std::vector<System> systems, ParseSystems(o));
   if (!o.remote.empty()) memo = nullptr;
-  ASSIGN_OR_RETURN(Workload w, LoadWorkload(m, tok, *task, o));
+  std::optional<Workload> w;  // loaded for the first system that runs here
   RunResults result;
   result.config = o;
   result.device = m.device().is_cuda() ? "cuda" : "cpu";
@@ -382,12 +383,17 @@ StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig&
   }
   for (const System& system : systems) {
     const std::string key = memo != nullptr ? MemoKey(o, system) : "";
-    if (memo != nullptr && memo->count(key)) {
-      result.runs.push_back(memo->at(key));
+    const auto earlier = memo != nullptr ? memo->find(key) : RunMemo::iterator();
+    if (memo != nullptr && earlier != memo->end()) {
+      result.runs.push_back(earlier->second);
       result.runs.back().repeated = true;
       continue;
     }
-    ASSIGN_OR_RETURN(SystemRun run, RunSystem(m, tok, o, system, remote.get(), w));
+    if (!w) {
+      ASSIGN_OR_RETURN(Workload loaded, LoadWorkload(m, tok, *task, o));
+      w = std::move(loaded);
+    }
+    ASSIGN_OR_RETURN(SystemRun run, RunSystem(m, tok, o, system, remote.get(), *w));
     result.runs.push_back(run.Summarize(o.reorder_every));
     if (memo != nullptr) (*memo)[key] = result.runs.back();
   }
