@@ -222,7 +222,8 @@ ChunkKv EncodedChunk(int64_t tokens, float value) {
 
 // An encoded CPU level holds only the encoded bytes and counts them; a GPU
 // victim moves down as its encoded bytes (never decoded or encoded on the
-// way); a CPU hit is decoded once, whether it moves up or stays.
+// way); a CPU hit is decoded once, whether it moves up or stays, and under
+// the score policy its later promotion takes the copy that was served.
 TEST(TieredCache, AnEncodedLevelHoldsTheEncodedBytes) {
   for (PolicyKind policy : {PolicyKind::kLru, PolicyKind::kScore}) {
     SCOPED_TRACE(static_cast<int>(policy));
@@ -261,6 +262,22 @@ TEST(TieredCache, AnEncodedLevelHoldsTheEncodedBytes) {
     EXPECT_EQ(c.entries(Tier::kGpu) + c.entries(Tier::kCpu), 4u);  // LRU swapped 2 and 4; score left them
     EXPECT_EQ(c.used(Tier::kCpu), 3 * 128);
     EXPECT_EQ(c.counters().bytes_served[Tier::kCpu], 128);
+    if (policy == PolicyKind::kScore) {
+      // Its observation promotes it past 4 (never observed) as it was served:
+      // no second decode, no second copy up; 4 goes down as its encoded bytes.
+      c.Observe({{2, 1.0}});
+      EXPECT_EQ(c.Where(2), Tier::kGpu);
+      EXPECT_EQ(c.Where(4), Tier::kCpu);
+      EXPECT_EQ(decodes, 1);
+      auto again = c.Get(2, &t);
+      ASSERT_TRUE(again.has_value());
+      EXPECT_EQ(t, Tier::kGpu);
+      EXPECT_EQ(again->k.data_ptr(), hit->k.data_ptr());
+      EXPECT_EQ(again->v.data_ptr(), hit->v.data_ptr());
+      EXPECT_EQ(c.used(Tier::kGpu), 256);
+      EXPECT_EQ(c.used(Tier::kCpu), 3 * 128);
+      EXPECT_EQ(decodes, 1);
+    }
   }
   TierOptions no_decoder;
   no_decoder.levels = GpuCpuLevels(256, 256);

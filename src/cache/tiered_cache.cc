@@ -196,7 +196,13 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier, int64_t* bytes
       // A lower level's hit moves to the top, unless the policy places it on observation.
       ChunkKv kv = TakeLocked(t, key);
       out = ToTier(kv, 0, &copies);
-      if (placement_->PlacesOnObserve() || !InsertLocked(0, key, *out)) InsertLocked(t, key, kv);
+      if (placement_->PlacesOnObserve()) {
+        if (served_.size() > (1u << 12)) served_.clear();  // only bounds a caller that fails to observe
+        served_[key] = *out;
+        InsertLocked(t, key, kv);
+      } else if (!InsertLocked(0, key, *out)) {
+        InsertLocked(t, key, kv);
+      }
     }
     if (!out) counters_.misses++;
   }
@@ -253,6 +259,11 @@ void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& import
     for (const auto& [key, share] : important_shares) {
       placement_->Observed(key, share);
       RerankLocked(key);
+      ChunkKv up;  // the copy Get served of a lower level's hit: already up
+      if (auto served = served_.find(key); served != served_.end()) {
+        up = std::move(served->second);
+        served_.erase(served);
+      }
       auto p = pending_.find(key);
       if (p != pending_.end()) {  // read from below: the highest level that admits it
         ChunkKv kv = std::move(p->second);
@@ -261,13 +272,15 @@ void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& import
           if (AdmitLocked(t, key, kv.bytes()) && CopyInLocked(t, key, kv, &copies)) break;
         continue;
       }
-      // A lower level's hit that beats the top level's next victim replaces it; the loser goes down.
+      // A lower level's hit that beats the top level's next victim replaces
+      // it (the loser goes down), as served when Get served it.
       for (size_t t = 1; t < levels_.size(); ++t) {
         auto hit = levels_[t].entries.find(key);
         if (hit == levels_[t].entries.end()) continue;
         if (AdmitLocked(0, key, hit->second.bytes())) {
           ChunkKv kv = TakeLocked(t, key);
-          if (!CopyInLocked(0, key, kv, &copies)) InsertLocked(t, key, kv);
+          const bool moved = up.k.defined() ? InsertLocked(0, key, std::move(up)) : CopyInLocked(0, key, kv, &copies);
+          if (!moved) InsertLocked(t, key, kv);
         }
         break;
       }
@@ -296,6 +309,7 @@ std::optional<Tier> TieredCache::Where(uint64_t key) const {
 void TieredCache::Erase(uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
   pending_.erase(key);
+  served_.erase(key);
   for (Level& L : levels_) {
     auto it = L.entries.find(key);
     if (it == L.entries.end()) continue;

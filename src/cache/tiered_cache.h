@@ -20,7 +20,8 @@
 // counts them against its capacity; the others hold decoded KV and keep the
 // encoded bytes beside it, in host memory, so that a demotion moves them and
 // never re-encodes. A chunk leaving an encoded level for a decoded one, or
-// served from it, is decoded there, once (TierOptions::decode).
+// served from it, is decoded there, once (TierOptions::decode); a served
+// chunk that its observation then promotes goes up as served, not again.
 // Thread-safe.
 #pragma once
 
@@ -194,6 +195,10 @@ class TieredCache {
   std::function<bool(uint64_t)> pinned_ = [](uint64_t) { return false; };
   std::unique_ptr<Placement> placement_;
   std::unordered_map<uint64_t, ChunkKv> pending_;  // read from below, awaiting Observe; guarded by mu_
+  // A lower level's hit as Get served it (decoded, on the device), awaiting
+  // Observe: a promotion takes this copy rather than copying and decoding the
+  // chunk up again. Guarded by mu_.
+  std::unordered_map<uint64_t, ChunkKv> served_;
   CacheCounters counters_;                         // guarded by mu_
 };
 
