@@ -111,6 +111,19 @@ ChunkKv TieredCache::ToTier(const ChunkKv& in, int t, Copies* copies) {
   return out;
 }
 
+void TieredCache::Hold(std::unordered_map<uint64_t, ChunkKv>* held, uint64_t key, ChunkKv kv) {
+  if (held->size() > kMaxHeld) held->clear();  // every caller observes; this only bounds one that failed to
+  (*held)[key] = std::move(kv);
+}
+
+std::optional<ChunkKv> TieredCache::Release(std::unordered_map<uint64_t, ChunkKv>* held, uint64_t key) {
+  auto it = held->find(key);
+  if (it == held->end()) return std::nullopt;
+  ChunkKv kv = std::move(it->second);
+  held->erase(it);
+  return kv;
+}
+
 void TieredCache::PaceCopies(const Copies& copies) {
   for (size_t t = 0; t < levels_.size(); ++t)
     if (levels_[t].copy_in != nullptr && copies[t] > 0) levels_[t].copy_in->Wait(static_cast<size_t>(copies[t]));
@@ -193,16 +206,13 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier, int64_t* bytes
         out = it->second;
         continue;
       }
-      // A lower level's hit moves to the top, unless the policy places it on observation.
-      ChunkKv kv = TakeLocked(t, key);
-      out = ToTier(kv, 0, &copies);
-      if (placement_->PlacesOnObserve()) {
-        if (served_.size() > (1u << 12)) served_.clear();  // only bounds a caller that fails to observe
-        served_[key] = *out;
-        InsertLocked(t, key, kv);
-      } else if (!InsertLocked(0, key, *out)) {
-        InsertLocked(t, key, kv);
+      out = ToTier(it->second, 0, &copies);  // what is served goes up
+      if (placement_->PlacesOnObserve()) {  // the hit stays until its observation places it
+        Hold(&served_, key, *out);
+        continue;
       }
+      ChunkKv kv = TakeLocked(t, key);  // a lower level's hit moves to the top
+      if (!InsertLocked(0, key, *out)) InsertLocked(t, key, kv);
     }
     if (!out) counters_.misses++;
   }
@@ -230,9 +240,7 @@ void TieredCache::Put(uint64_t key, const ChunkKv& kv) {
     std::lock_guard<std::mutex> lock(mu_);
     if (Cached(key)) return;
     if (placement_->PlacesOnObserve()) {
-      // Every caller observes what it put; this only bounds a caller that failed to.
-      if (pending_.size() > (1u << 12)) pending_.clear();
-      pending_[key] = kv;
+      Hold(&pending_, key, kv);
       return;
     }
     PlaceLocked(0, key, kv, &copies);
@@ -259,17 +267,10 @@ void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& import
     for (const auto& [key, share] : important_shares) {
       placement_->Observed(key, share);
       RerankLocked(key);
-      ChunkKv up;  // the copy Get served of a lower level's hit: already up
-      if (auto served = served_.find(key); served != served_.end()) {
-        up = std::move(served->second);
-        served_.erase(served);
-      }
-      auto p = pending_.find(key);
-      if (p != pending_.end()) {  // read from below: the highest level that admits it
-        ChunkKv kv = std::move(p->second);
-        pending_.erase(p);
+      std::optional<ChunkKv> served = Release(&served_, key);  // a lower level's hit, as Get served it
+      if (std::optional<ChunkKv> read = Release(&pending_, key)) {  // read from below: the highest level that admits it
         for (size_t t = 0; t < levels_.size(); ++t)
-          if (AdmitLocked(t, key, kv.bytes()) && CopyInLocked(t, key, kv, &copies)) break;
+          if (AdmitLocked(t, key, read->bytes()) && CopyInLocked(t, key, *read, &copies)) break;
         continue;
       }
       // A lower level's hit that beats the top level's next victim replaces
@@ -279,7 +280,7 @@ void TieredCache::Observe(const std::vector<std::pair<uint64_t, double>>& import
         if (hit == levels_[t].entries.end()) continue;
         if (AdmitLocked(0, key, hit->second.bytes())) {
           ChunkKv kv = TakeLocked(t, key);
-          const bool moved = up.k.defined() ? InsertLocked(0, key, std::move(up)) : CopyInLocked(0, key, kv, &copies);
+          const bool moved = served ? InsertLocked(0, key, std::move(*served)) : CopyInLocked(0, key, kv, &copies);
           if (!moved) InsertLocked(t, key, kv);
         }
         break;

@@ -178,6 +178,11 @@ class TieredCache {
   void RerankLocked(uint64_t key);
   // Removes `key` from level `t` and returns it. REQUIRES: present
   ChunkKv TakeLocked(int t, uint64_t key);
+  // Keeps `kv` under `key` in `held` (pending_ or served_) until Observe
+  // releases it; at most kMaxHeld entries. REQUIRES: mu_ held.
+  static void Hold(std::unordered_map<uint64_t, ChunkKv>* held, uint64_t key, ChunkKv kv);
+  static std::optional<ChunkKv> Release(std::unordered_map<uint64_t, ChunkKv>* held, uint64_t key);
+  static constexpr size_t kMaxHeld = 1u << 12;
   // The level of tier t, or -1.
   int LevelOf(Tier t) const;
   // A copy of `kv` in level t's memory. A copy from host memory into a level

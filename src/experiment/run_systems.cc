@@ -382,12 +382,14 @@ StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig&
     ASSIGN_OR_RETURN(remote, RemoteStore::Connect(RemoteOptions{o.remote, o.remote_bw}));
   }
   for (const System& system : systems) {
-    const std::string key = memo != nullptr ? MemoKey(o, system) : "";
-    const auto earlier = memo != nullptr ? memo->find(key) : RunMemo::iterator();
-    if (memo != nullptr && earlier != memo->end()) {
-      result.runs.push_back(earlier->second);
-      result.runs.back().repeated = true;
-      continue;
+    std::string key;
+    if (memo != nullptr) {
+      key = MemoKey(o, system);
+      if (auto earlier = memo->find(key); earlier != memo->end()) {
+        result.runs.push_back(earlier->second);
+        result.runs.back().repeated = true;
+        continue;
+      }
     }
     if (!w) {
       ASSIGN_OR_RETURN(Workload loaded, LoadWorkload(m, tok, *task, o));
