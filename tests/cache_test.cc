@@ -2,7 +2,10 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <random>
+#include <thread>
 
 #include "cache/radix_tree.h"
 #include "cache/tiered_cache.h"
@@ -283,6 +286,52 @@ TEST(TieredCache, AnEncodedLevelHoldsTheEncodedBytes) {
   no_decoder.levels = GpuCpuLevels(256, 256);
   no_decoder.levels[1].encoded = true;
   EXPECT_FALSE(TieredCache::Create(no_decoder).ok());
+}
+
+// Get copies and decodes what it serves from a lower level with no lock
+// held: another thread may use the cache meanwhile (here, from inside the
+// decoder; were the lock held, that thread would wait until the decode ends).
+TEST(TieredCache, AServedHitIsDecodedWithNoLockHeld) {
+  for (PolicyKind policy : {PolicyKind::kLru, PolicyKind::kScore}) {
+    SCOPED_TRACE(static_cast<int>(policy));
+    TierOptions opt;
+    opt.policy = policy;
+    opt.levels = GpuCpuLevels(256, 128);
+    opt.levels[1].encoded = true;
+    opt.decoded_bytes = 256;
+    TieredCache* cache = nullptr;
+    int decodes = 0, others_waited = 0;
+    std::thread other;  // joined after Get: were the lock held, it could only finish then
+    std::optional<Tier> seen;
+    opt.decode = [&](ChunkKv* kv) {
+      ++decodes;
+      std::promise<void> done;
+      std::future<void> finished = done.get_future();
+      other = std::thread([&, done = std::move(done)]() mutable {
+        seen = cache->Where(1);
+        done.set_value();
+      });
+      if (finished.wait_for(std::chrono::seconds(10)) != std::future_status::ready) ++others_waited;
+      kv->k = kv->enc.k.to(at::kHalf).reshape({8, 2, 4});
+      kv->v = kv->enc.v.to(at::kHalf).reshape({8, 2, 4});
+    };
+    auto made = TieredCache::Create(opt);
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    cache = made->get();
+    cache->PutIn(1, EncodedChunk(8, 1.0f), Tier::kCpu);
+    ASSERT_EQ(cache->Where(1), Tier::kCpu);
+    Tier t;
+    auto hit = cache->Get(1, &t);
+    other.join();
+    ASSERT_TRUE(hit.has_value());
+    EXPECT_EQ(t, Tier::kCpu);
+    EXPECT_EQ(hit->k[7][1][3].item<float>(), 1.0f);
+    EXPECT_EQ(decodes, 1);
+    EXPECT_EQ(others_waited, 0);
+    EXPECT_EQ(seen, Tier::kCpu);  // still in its level while it was served
+    // Then placed as before: LRU moves it to the top; the score policy waits for its observation.
+    EXPECT_EQ(cache->Where(1), policy == PolicyKind::kLru ? Tier::kGpu : Tier::kCpu);
+  }
 }
 
 TEST(TieredCache, LevelsAreCheckedWhenMade) {

@@ -188,8 +188,8 @@ void TieredCache::PlaceLocked(int top, uint64_t key, const ChunkKv& kv, Copies* 
 }
 
 std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier, int64_t* bytes) {
-  Copies copies{};
   std::optional<ChunkKv> out;
+  int from = 0;  // the level of the hit
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (placement_->Accessed(key)) RerankLocked(key);
@@ -201,24 +201,30 @@ std::optional<ChunkKv> TieredCache::Get(uint64_t key, Tier* tier, int64_t* bytes
       counters_.bytes_served[L.opt.tier] += it->second.bytes();
       *tier = L.opt.tier;
       if (bytes != nullptr) *bytes = it->second.bytes();
-      if (t == 0) {
-        L.policy->Touch(key);
-        out = it->second;
-        continue;
-      }
-      out = ToTier(it->second, 0, &copies);  // what is served goes up
-      if (placement_->PlacesOnObserve()) {  // the hit stays until its observation places it
-        Hold(&served_, key, *out);
-        continue;
-      }
-      ChunkKv kv = TakeLocked(t, key);  // a lower level's hit moves to the top
-      if (!InsertLocked(0, key, *out)) InsertLocked(t, key, kv);
+      if (t == 0) L.policy->Touch(key);
+      out = it->second;  // shares the entry's memory, which nothing writes
+      from = static_cast<int>(t);
     }
-    if (!out) counters_.misses++;
+    if (!out) {
+      counters_.misses++;
+      return out;
+    }
+  }
+  Copies copies{};
+  if (from > 0) {
+    // What is served goes up: copied, and decoded out of an encoded level,
+    // with no lock held. Then, under it again, the hit is placed.
+    out = ToTier(*out, 0, &copies);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (placement_->PlacesOnObserve()) {
+      Hold(&served_, key, *out);  // the hit stays in its level until its observation places it
+    } else if (levels_[from].entries.count(key)) {  // it moves to the top, unless it left its level meanwhile
+      ChunkKv kv = TakeLocked(from, key);
+      if (!InsertLocked(0, key, *out)) InsertLocked(from, key, kv);
+    }
   }
   PaceCopies(copies);
-  if (!out) return out;
-  if (!out->k.defined()) opt_.decode(&*out);  // served from a level that holds it encoded; the entry stays so
+  if (!out->k.defined()) opt_.decode(&*out);  // served from a top level that holds it encoded; the entry stays so
   AwaitCopy(*out, opt_.device);  // the caller's stream reads it after its copy up
   return out;
 }

@@ -94,7 +94,8 @@ struct TierOptions {
   at::Device device = at::kCPU;  // the compute device: kCUDA on a GPU machine; kCPU emulates it
   // Sets k and v (the KV dtype, in host memory or on the compute device; on
   // a device with `ready` after the work that made them) from kv->enc, and
-  // the bytes they take. Required when a level is encoded.
+  // the bytes they take. Required when a level is encoded. Called with no
+  // cache lock held for what Get serves, so possibly from several threads at once.
   std::function<void(ChunkKv* kv)> decode;
   int64_t decoded_bytes = 0;
 };
@@ -112,7 +113,9 @@ class TieredCache {
   // Chunk `key`, decoded, on the top level's device, or nullopt on a miss. A
   // lower level's hit moves the chunk to the top (cascading evictions); on a
   // hit `tier` tells where it was found and `bytes` (when given) what it
-  // occupied there: the bytes that level served.
+  // occupied there: the bytes that level served. The served copy is made (and
+  // decoded) with no lock held; a hit that left its level meanwhile is served
+  // and not moved.
   std::optional<ChunkKv> Get(uint64_t key, Tier* tier, int64_t* bytes = nullptr);
   // Caches a chunk read from below in the first level that takes it
   // (cascading evictions). The score policy holds it until Observe tells its
