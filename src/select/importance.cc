@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -262,16 +263,23 @@ at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64
   // the number of query rows, so scale votes past any possible sum.
   const double big = std::max(1.0, *std::max_element(total.begin(), total.end())) * 4 + 1;
   for (int64_t i = 0; i < p; ++i) key[i] = key[i] * big + total[i];
-  // The k best by key, lower index first among equal keys (a total order, so
-  // selecting them needs no full sort).
-  const double* kv = key.data();
-  std::vector<int64_t> order(p);
-  std::iota(order.begin(), order.end(), 0);
-  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
-                   [kv](int64_t a, int64_t b) { return kv[a] > kv[b] || (kv[a] == kv[b] && a < b); });
-  order.resize(k);
-  std::sort(order.begin(), order.end());
-  return at::tensor(order, at::kLong).to(sets.device());
+  // The k best by key, lower index first among equal keys: the k-th best key
+  // found on a copy, then one ascending pass that keeps every key above it
+  // and, of those equal to it, the lowest indices.
+  std::vector<double> best(key);
+  std::nth_element(best.begin(), best.begin() + (k - 1), best.end(), std::greater<double>());
+  const double kth = best[k - 1];
+  int64_t ties = k;  // how many keys equal to the k-th are kept
+  for (int64_t i = 0; i < p; ++i) ties -= key[i] > kth;
+  at::Tensor kept = at::empty({k}, at::kLong);
+  int64_t* out = kept.data_ptr<int64_t>();
+  for (int64_t i = 0, n = 0; i < p && n < k; ++i) {
+    const bool tie = key[i] == kth && ties > 0;
+    out[n] = i;
+    n += (key[i] > kth) | tie;
+    ties -= tie;
+  }
+  return kept.to(sets.device());
 }
 
 at::Tensor AgreedChunkTokens(const at::Tensor& importance, const at::Tensor& chunk_of, int64_t n_chunks, int64_t k) {
