@@ -13,13 +13,15 @@ request, the run's means; d the head size; r the kept share):
       plus 3 * 2 D F (gated MLP, Llama) or 2 * 2 D F (OPT)
   lm head:             2 D V, once (TTFT scores the last token only)
   importance, per layer: 2 * heads * T * (P + T) * d (scores over every prefix key and the
-      new ones; the softmax and the column sum are not counted), heads the probe heads for
-      the ITF systems and every query head for H2O
+      new ones; the softmax and the column sum are not counted), heads every query head for
+      H2O; for the ITF systems the probe heads, plus every query head on the layers whose
+      probe was not trusted (the run's fallback share), which then score as H2O does
 Measured: importance ms and selection ms from the run; the forward's time is
 TTFT less selection, I/O wait and placement.
 
-With --model CONFIG (a Hugging Face config.json), the same requests' counts for
-that model instead: what the probe step costs against a larger forward pass.
+With --model CONFIG (a Hugging Face config.json), the same requests' counts (and
+fallback share) for that model instead: what the probe step costs against a
+larger forward pass.
 
 Usage: selection_flops.py RUN.json [--config CONFIG] [--model CONFIG ...] [--probe-heads 3]
 """
@@ -45,9 +47,11 @@ def shape(path):
     }
 
 
-def scored_heads(system, m, probe_heads):
-    """The query heads whose scores the system's importance step computes."""
-    return m["Hq"] if system.startswith("h2o") else probe_heads
+def scored_heads(system, m, probe_heads, fallback_share):
+    """The query heads whose scores the system's importance step computes, a
+    layer on average: an ITF layer that falls back scores its probe heads and
+    then, as H2O, every query head."""
+    return m["Hq"] if system.startswith("h2o") else probe_heads + m["Hq"] * fallback_share
 
 
 def counts(m, T, P, kept, heads):
@@ -88,7 +92,8 @@ def main():
         n = r["requests"]
         T, P = r["computed_tokens"] / n, r["reused_tokens"] / n
         kept = P * r["kept_share"]
-        fwd, imp = counts(m, T, P, kept, scored_heads(r["system"], m, a.probe_heads))
+        fallback = r.get("fallback_share", 0.0)
+        fwd, imp = counts(m, T, P, kept, scored_heads(r["system"], m, a.probe_heads, fallback))
         s, ttft = r["select_ms"], r["ttft_ms"]["mean"]
         fwd_ms = ttft - s["mean"] - r["io_ms"]["mean"] - r.get("placement_ms", {}).get("mean", 0.0)
         fwd_rate, imp_rate = fwd / fwd_ms * 1e3, imp / s["importance"] * 1e3
@@ -97,15 +102,15 @@ def main():
               f"| {imp / (fwd + imp):.3f} | {fwd_rate:.0f} | {imp_rate:.0f} "
               f"| {at_fwd_rate / (ttft - s['importance'] + at_fwd_rate):.3f} "
               f"| {s['importance'] / ttft:.3f} | {s['mean'] / ttft:.3f} |")
-        others.append((cfg['itf_unit'], r["system"], T, P, kept))
+        others.append((cfg['itf_unit'], r["system"], T, P, kept, fallback))
     if a.model:
         print()
         print("| model | unit | system | forward GFLOP | importance GFLOP | importance share of the arithmetic |")
         print("|---|---|---|---|---|---|")
         for path in a.model:
             m = shape(path)
-            for unit, system, T, P, kept in others:
-                fwd, imp = counts(m, T, P, kept, scored_heads(system, m, a.probe_heads))
+            for unit, system, T, P, kept, fallback in others:  # the same fallback share on that model
+                fwd, imp = counts(m, T, P, kept, scored_heads(system, m, a.probe_heads, fallback))
                 print(f"| {m['name']} | {unit} | {system} | {fwd:.2f} | {imp:.2f} | {imp / (fwd + imp):.4f} |")
 
 
