@@ -113,6 +113,18 @@ inline uint32_t OrderedKey(float f) {
   return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 }
 
+// Writes, ascending, the indices of every key above `kth` and of the first
+// `ties` keys equal to it: `k` indices. REQUIRES: k - ties keys above kth.
+template <class Key>
+void TakeAboveAndFirstTies(const Key* key, int64_t p, Key kth, int64_t ties, int64_t k, int64_t* out) {
+  for (int64_t i = 0, n = 0; i < p && n < k; ++i) {
+    const bool tie = key[i] == kth && ties > 0;
+    out[n] = i;
+    n += (key[i] > kth) | tie;
+    ties -= tie;
+  }
+}
+
 // One row of TopKSets on the host: the k-th highest found by a radix select on
 // the keys (four passes of eight bits), then one ascending pass that keeps what
 // is above it and the first of its ties.
@@ -145,14 +157,7 @@ void TopKRowFloat(const float* x, int64_t p, int64_t k, std::vector<uint32_t>* s
     for (int64_t i = 0; i < n; ++i) count[(in[i] >> (shift - 8)) & 0xFF]++;
   }
   // Every key above the k-th is taken, and the first `rank` keys equal to it.
-  const uint32_t kth = prefix;
-  int64_t ties = rank;
-  for (int64_t i = 0, taken = 0; i < p && taken < k; ++i) {
-    const bool tie = key[i] == kth && ties > 0;
-    out[taken] = i;
-    taken += (key[i] > kth) | tie;
-    ties -= tie;
-  }
+  TakeAboveAndFirstTies<uint32_t>(key, p, prefix, rank, k, out);
 }
 
 at::Tensor TopKSetsOnHost(const at::Tensor& importance, int64_t k) {
@@ -272,13 +277,7 @@ at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64
   int64_t ties = k;  // how many keys equal to the k-th are kept
   for (int64_t i = 0; i < p; ++i) ties -= key[i] > kth;
   at::Tensor kept = at::empty({k}, at::kLong);
-  int64_t* out = kept.data_ptr<int64_t>();
-  for (int64_t i = 0, n = 0; i < p && n < k; ++i) {
-    const bool tie = key[i] == kth && ties > 0;
-    out[n] = i;
-    n += (key[i] > kth) | tie;
-    ties -= tie;
-  }
+  TakeAboveAndFirstTies(key.data(), p, kth, ties, k, kept.data_ptr<int64_t>());
   return kept.to(sets.device());
 }
 
