@@ -170,6 +170,32 @@ void BM_ItfProbeImportanceRowBlocks(benchmark::State& state) {
   });
 }
 
+// Writes a buffer larger than the CPU's last-level cache, so that the next
+// operation finds its inputs and output memory where they are inside `run`:
+// between two layers' importance steps the forward pass streams that layer's
+// weights (about 14 MB in fp32 on SmolLM2) through every cache.
+void EvictCaches() {
+  static std::vector<char> junk(64 << 20);
+  for (size_t i = 0; i < junk.size(); i += 64) junk[i] = static_cast<char>(junk[i] + 1);
+  benchmark::ClobberMemory();
+}
+
+// BM_ItfProbeScoresMatmul and BM_ItfProbeImportanceWithRoom with the caches
+// evicted before each iteration (outside the timed region).
+void BM_ItfProbeScoresMatmulCold(benchmark::State& state) {
+  const std::vector<Inputs> sets = MakeInputs(state.range(0));
+  size_t i = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    EvictCaches();
+    const Inputs& in = sets[i++ % sets.size()];
+    const int64_t t = in.qkv.q.size(1);
+    const at::Tensor q = in.qkv.q.slice(0, 0, kHq / kHkv).reshape({1, kHq / kHkv * t, kD});
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(at::bmm(q, in.pk.slice(0, 0, 1).transpose(1, 2)));
+  }
+}
+
 // ITF's parts: the probe heads' importance, their top-k sets, the similarity
 // test and the agreed set.
 struct ProbeSets {
@@ -201,6 +227,24 @@ void BM_ItfProbeImportanceWithRoom(benchmark::State& state) {
     in.pk = roomy;
   }
   Cycle(state, sets, [t](const Inputs& in) { benchmark::DoNotOptimize(ProbeImportance({}, in.qkv, in.pk, t)); });
+}
+
+void BM_ItfProbeImportanceWithRoomCold(benchmark::State& state) {
+  std::vector<Inputs> sets = MakeInputs(state.range(0));
+  const int64_t t = state.range(0);
+  for (Inputs& in : sets) {
+    at::Tensor roomy = at::empty({kHkv, kPrefix + t, kD}).narrow(1, 0, kPrefix);
+    roomy.copy_(in.pk);
+    in.pk = roomy;
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    EvictCaches();
+    state.ResumeTiming();
+    const Inputs& in = sets[i++ % sets.size()];
+    benchmark::DoNotOptimize(ProbeImportance({}, in.qkv, in.pk, t));
+  }
 }
 
 void BM_ItfTopKSets(benchmark::State& state) {
@@ -251,7 +295,9 @@ BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
 BENCHMARK(BM_H2OImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportanceWithRoom)->NEW_TOKENS;
+BENCHMARK(BM_ItfProbeImportanceWithRoomCold)->NEW_TOKENS->Iterations(200);  // each evicts 64 MB untimed
 BENCHMARK(BM_ItfProbeScoresMatmul)->NEW_TOKENS;
+BENCHMARK(BM_ItfProbeScoresMatmulCold)->NEW_TOKENS->Iterations(200);
 BENCHMARK(BM_SgemmReference)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ItfProbeSoftmax)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportanceRowBlocks)->ArgsProduct({{16, 64}, {16, 64}})->Unit(benchmark::kMicrosecond);
