@@ -65,11 +65,29 @@ std::vector<Inputs> MakeInputs(int64_t t) {
   return sets;
 }
 
-// Calls fn on the next of `sets` in every iteration.
+// Writes a buffer larger than the CPU's last-level cache, so that the next
+// operation finds its inputs and output memory where they are inside `run`:
+// between two layers' importance steps the forward pass streams that layer's
+// weights (about 14 MB in fp32 on SmolLM2) through every cache.
+void EvictCaches() {
+  static std::vector<char> junk(64 << 20);
+  for (size_t i = 0; i < junk.size(); i += 64) junk[i] = static_cast<char>(junk[i] + 1);
+  benchmark::ClobberMemory();
+}
+
+// Calls fn on the next of `sets` in every iteration; with `evict`, after
+// evicting the caches outside the timed region.
 template <class T, class Fn>
-void Cycle(benchmark::State& state, const std::vector<T>& sets, Fn fn) {
+void Cycle(benchmark::State& state, const std::vector<T>& sets, Fn fn, bool evict = false) {
   size_t i = 0;
-  for (auto _ : state) fn(sets[i++ % sets.size()]);
+  for (auto _ : state) {
+    if (evict) {
+      state.PauseTiming();
+      EvictCaches();
+      state.ResumeTiming();
+    }
+    fn(sets[i++ % sets.size()]);
+  }
 }
 
 // The layer's attention over the whole prefix (what `as` computes).
@@ -114,15 +132,21 @@ void BM_H2OImportance(benchmark::State& state) {
 
 // The floor under the probe heads' importance: its score matmul alone (the
 // probe rows of one KV head's group against every prefix key), no softmax.
-void BM_ItfProbeScoresMatmul(benchmark::State& state) {
-  Cycle(state, MakeInputs(state.range(0)), [](const Inputs& in) {
-    const int64_t t = in.qkv.q.size(1);
-    const at::Tensor q = in.qkv.q.slice(0, 0, kHq / kHkv).reshape({1, kHq / kHkv * t, kD});
-    benchmark::DoNotOptimize(at::bmm(q, in.pk.slice(0, 0, 1).transpose(1, 2)));
-  });
+void ScoresMatmul(benchmark::State& state, bool evict) {
+  Cycle(
+      state, MakeInputs(state.range(0)),
+      [](const Inputs& in) {
+        const int64_t t = in.qkv.q.size(1);
+        const at::Tensor q = in.qkv.q.slice(0, 0, kHq / kHkv).reshape({1, kHq / kHkv * t, kD});
+        benchmark::DoNotOptimize(at::bmm(q, in.pk.slice(0, 0, 1).transpose(1, 2)));
+      },
+      evict);
   const double flops = 2.0 * (kHq / kHkv) * static_cast<double>(state.range(0)) * kPrefix * kD;
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
+void BM_ItfProbeScoresMatmul(benchmark::State& state) { ScoresMatmul(state, false); }
+// The same with the caches evicted before each product.
+void BM_ItfProbeScoresMatmulCold(benchmark::State& state) { ScoresMatmul(state, true); }
 
 // What the same LibTorch matmul reaches on a large square fp32 product
 // (1024 x 1024 x 1024): the rate the score matmul above can be held to.
@@ -170,32 +194,6 @@ void BM_ItfProbeImportanceRowBlocks(benchmark::State& state) {
   });
 }
 
-// Writes a buffer larger than the CPU's last-level cache, so that the next
-// operation finds its inputs and output memory where they are inside `run`:
-// between two layers' importance steps the forward pass streams that layer's
-// weights (about 14 MB in fp32 on SmolLM2) through every cache.
-void EvictCaches() {
-  static std::vector<char> junk(64 << 20);
-  for (size_t i = 0; i < junk.size(); i += 64) junk[i] = static_cast<char>(junk[i] + 1);
-  benchmark::ClobberMemory();
-}
-
-// BM_ItfProbeScoresMatmul and BM_ItfProbeImportanceWithRoom with the caches
-// evicted before each iteration (outside the timed region).
-void BM_ItfProbeScoresMatmulCold(benchmark::State& state) {
-  const std::vector<Inputs> sets = MakeInputs(state.range(0));
-  size_t i = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    EvictCaches();
-    const Inputs& in = sets[i++ % sets.size()];
-    const int64_t t = in.qkv.q.size(1);
-    const at::Tensor q = in.qkv.q.slice(0, 0, kHq / kHkv).reshape({1, kHq / kHkv * t, kD});
-    state.ResumeTiming();
-    benchmark::DoNotOptimize(at::bmm(q, in.pk.slice(0, 0, 1).transpose(1, 2)));
-  }
-}
-
 // ITF's parts: the probe heads' importance, their top-k sets, the similarity
 // test and the agreed set.
 struct ProbeSets {
@@ -218,7 +216,7 @@ void BM_ItfProbeImportance(benchmark::State& state) {
 
 // The same with the probe keys followed by room for the new tokens' keys, as
 // a store source hands them out (PrefixSource::key_room): no copy of the prefix keys.
-void BM_ItfProbeImportanceWithRoom(benchmark::State& state) {
+void ProbeImportanceWithRoom(benchmark::State& state, bool evict) {
   std::vector<Inputs> sets = MakeInputs(state.range(0));
   const int64_t t = state.range(0);
   for (Inputs& in : sets) {
@@ -226,26 +224,12 @@ void BM_ItfProbeImportanceWithRoom(benchmark::State& state) {
     roomy.copy_(in.pk);
     in.pk = roomy;
   }
-  Cycle(state, sets, [t](const Inputs& in) { benchmark::DoNotOptimize(ProbeImportance({}, in.qkv, in.pk, t)); });
+  Cycle(
+      state, sets, [t](const Inputs& in) { benchmark::DoNotOptimize(ProbeImportance({}, in.qkv, in.pk, t)); }, evict);
 }
-
-void BM_ItfProbeImportanceWithRoomCold(benchmark::State& state) {
-  std::vector<Inputs> sets = MakeInputs(state.range(0));
-  const int64_t t = state.range(0);
-  for (Inputs& in : sets) {
-    at::Tensor roomy = at::empty({kHkv, kPrefix + t, kD}).narrow(1, 0, kPrefix);
-    roomy.copy_(in.pk);
-    in.pk = roomy;
-  }
-  size_t i = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    EvictCaches();
-    state.ResumeTiming();
-    const Inputs& in = sets[i++ % sets.size()];
-    benchmark::DoNotOptimize(ProbeImportance({}, in.qkv, in.pk, t));
-  }
-}
+void BM_ItfProbeImportanceWithRoom(benchmark::State& state) { ProbeImportanceWithRoom(state, false); }
+// The same with the caches evicted before each step: its cost inside `run`.
+void BM_ItfProbeImportanceWithRoomCold(benchmark::State& state) { ProbeImportanceWithRoom(state, true); }
 
 void BM_ItfTopKSets(benchmark::State& state) {
   const int64_t k = RetainedTokens(kRetention, kPrefix);
