@@ -274,8 +274,9 @@ at::Tensor AgreedSet(const at::Tensor& sets, const at::Tensor& importance, int64
   std::vector<double> best(key);
   std::nth_element(best.begin(), best.begin() + (k - 1), best.end(), std::greater<double>());
   const double kth = best[k - 1];
-  int64_t ties = k;  // how many keys equal to the k-th are kept
-  for (int64_t i = 0; i < p; ++i) ties -= key[i] > kth;
+  // Every key above the k-th is among the first k after the partition, so
+  // the ties kept are those equal to it there.
+  const int64_t ties = std::count(best.begin(), best.begin() + k, kth);
   at::Tensor kept = at::empty({k}, at::kLong);
   TakeAboveAndFirstTies(key.data(), p, kth, ties, k, kept.data_ptr<int64_t>());
   return kept.to(sets.device());
