@@ -3,7 +3,7 @@
 # back to back on one warm CUDA machine that has python3 with torch and
 # transformers, a compiler, CMake and ninja, but no Debian -dev packages, no
 # gguf package and no network:
-#   scripts/gpu_check.sh CALL CARRY_DIR OUT_DIR      (CALL: 1, 2 or 3)
+#   scripts/gpu_check.sh CALL CARRY_DIR OUT_DIR      (CALL: 1, 2, 3 or 4)
 # CARRY_DIR is what scripts/gpu_prepare.sh made here for that call
 # (build/gpu-carry/callN); data/ and tests/tokenizers/ travel with the tree.
 # Each call may carry 64 MiB with the tree and run 10 minutes, so the trained
@@ -21,8 +21,12 @@
 #          fixtures); `impress run` fp16 on CUDA with the trained model,
 #          all seven systems, PIQA then RTE, 8 prefixes of ~4K tokens against
 #          128 MB GPU and 256 MB CPU caches, on a file system that takes
-#          O_DIRECT (the first of build-gpu/, /var/tmp, /tmp that does); last,
-#          the store's read bandwidth against fio where fio is installed.
+#          O_DIRECT (the first of build-gpu/, /var/tmp, /tmp that does); the
+#          store's read bandwidth against fio where fio is installed; last,
+#          selection's share of TTFT in its parts, results/selection/README.md's
+#          runs (16 x 2K and 4 x 8K prefixes) on the device.
+#  call 4: those two runs alone, on call 3's model, when call 3's deadline
+#          cut them short (optional; CARRY_DIR is not read: pass ".").
 # Every step runs under its own limit and under the call's deadline
 # (CALL_LIMIT seconds, default 500, well under the 600 a command may run).
 # OUT_DIR gets gpu_check_CALL.log (everything printed), summary.md
@@ -120,6 +124,25 @@ systems_run() {  # TASK MODEL STORES
     --json "$out/run_$1.json" > "$out/run_$1.md" && head -14 "$out/run_$1.md"
 }
 
+# selection_share NAME STORES RUN-ARGS...: results/selection/README.md's run
+# (as, h2o-lfu and both ITF units of impress-itf and impress, PIQA, the disk
+# capped at 128 MB/s) on this device: selection's share of TTFT in its parts.
+selection_share() {
+  local name=$1 stores=$2; shift 2
+  rm -rf "$stores/selection_$name"
+  limit 150 build-gpu/impress run --model "$model" --task piqa --data data --system as,h2o-lfu,impress-itf,impress \
+    --itf-unit token,chunk "$@" --disk-bw 128M --h2d-bw 640M --store "$stores/selection_$name" \
+    --device "$device" --dtype "$dtype" --json "$out/selection_$name.json" > "$out/selection_$name.md" &&
+    python3 scripts/selection_table.py "$out/selection_$name.json"
+}
+if [ "${SCALE:-gpu}" = tiny ]; then
+  selection_2k=(--pool 2 --prefix-tokens 256 --requests 2 --warmup 1 --gpu-cache 1M --cpu-cache 2M)
+  selection_8k=(--pool 1 --prefix-tokens 512 --requests 2 --warmup 1 --gpu-cache 1M --cpu-cache 2M)
+else
+  selection_2k=(--pool 16 --prefix-tokens 2048 --requests 40 --warmup 32 --gpu-cache 32M --cpu-cache 64M)
+  selection_8k=(--pool 4 --prefix-tokens 8192 --requests 8 --warmup 8 --gpu-cache 32M --cpu-cache 64M)
+fi
+
 case "$call" in
   1)
     run "keep GGUF part 1" keep_part
@@ -139,8 +162,17 @@ case "$call" in
     echo "stores in $stores" | tee -a "$out/machine.txt"
     for task in piqa rte; do run "impress run, $task, all seven systems" systems_run "$task" "$model" "$stores"; done
     run "store read bandwidth against fio" store_vs_fio "$stores"
+    run "selection's share, 16 x 2K" selection_share 2k "$stores" "${selection_2k[@]}"
+    run "selection's share, 4 x 8K" selection_share 8k "$stores" "${selection_8k[@]}"
     ;;
-  *) echo "gpu_check: CALL is 1, 2 or 3"; exit 2 ;;
+  4)  # call 3's last two steps again, when its deadline cut them short
+    model=build-gpu/smollm2-135m
+    [ -f "$model/config.json" ] || { echo "no $model: call 3 did not convert the model on this machine"; step done; exit 1; }
+    stores=$(direct_dir) || { echo "no file system here takes O_DIRECT: the store cannot run"; step done; exit 1; }
+    run "selection's share, 16 x 2K" selection_share 2k "$stores" "${selection_2k[@]}"
+    run "selection's share, 4 x 8K" selection_share 8k "$stores" "${selection_8k[@]}"
+    ;;
+  *) echo "gpu_check: CALL is 1, 2, 3 or 4"; exit 2 ;;
 esac
 step done
 save

@@ -2,7 +2,8 @@
 """summary.md of one device call (scripts/gpu_check.sh) from what its work
 folder holds so far: rewritten after every step, so a call cut short still
 says what it got. Reads machine.txt, steps.txt, cuda_tests.log, model.txt,
-run_<task>.json and store_vs_fio.txt, each when present.
+run_<task>.json, store_vs_fio.txt and selection_<2k|8k>.json, each when
+present.
 
 Usage: scripts/gpu_summary.py WORK_DIR
 """
@@ -10,6 +11,9 @@ import json
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from selection_table import table as selection_table  # noqa: E402
 
 
 def read(path):
@@ -63,6 +67,15 @@ def main():
     f = read(f"{out}/store_vs_fio.txt")
     if f:
         print("Store read bandwidth against fio, this machine's disk:\n\n```\n" + f.strip() + "\n```")
+    for n in ("2k", "8k"):
+        p = f"{out}/selection_{n}.json"
+        if not os.path.exists(p):
+            continue
+        d = json.load(open(p))
+        c = d["sweep"][0]["config"] if "sweep" in d else d.get("config", {})
+        print(f"\n## Selection's cost, piqa, {c.get('device', '?')}, {c.get('pool')} x {c.get('prefix_tokens')}-token "
+              f"prefixes, {c.get('requests')} measured requests (results/selection/README.md's command)\n")
+        print("\n".join(selection_table(p)))
 
 
 if __name__ == "__main__":

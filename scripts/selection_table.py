@@ -36,19 +36,26 @@ def same_work(a, b):
     return a["bytes_read"] == b["bytes_read"] and la == lb
 
 
+COLS = ["ttft ms", "select ms", "importance", "decision", "gather", "select / ttft", "placement ms"]
+
+
+def table(path):
+    """One result's table, a line per (ITF unit, system)."""
+    lines = ["| unit | system | " + " | ".join(COLS) + " |", "|---" * (len(COLS) + 2) + "|"]
+    for (unit, sys_), r in points(path):
+        lines.append(f"| {unit} | {sys_} | " + " | ".join(cells(r)) + " |")
+    return lines
+
+
 def main(args):
     if len(args) not in (1, 2):
         sys.exit(__doc__.strip().splitlines()[-1])
-    cols = ["ttft ms", "select ms", "importance", "decision", "gather", "select / ttft", "placement ms"]
     if len(args) == 1:
-        print("| unit | system | " + " | ".join(cols) + " |")
-        print("|---" * (len(cols) + 2) + "|")
-        for (unit, sys_), r in points(args[0]):
-            print(f"| {unit} | {sys_} | " + " | ".join(cells(r)) + " |")
+        print("\n".join(table(args[0])))
         return
     before, after = dict(points(args[0])), dict(points(args[1]))
-    print("| unit | system | " + " | ".join(f"{c} (before → after)" for c in cols) + " | same bytes and log-likelihoods |")
-    print("|---" * (len(cols) + 3) + "|")
+    print("| unit | system | " + " | ".join(f"{c} (before → after)" for c in COLS) + " | same bytes and log-likelihoods |")
+    print("|---" * (len(COLS) + 3) + "|")
     for key, b in before.items():
         if key not in after or b["select_ms"]["mean"] <= 0 and after[key]["select_ms"]["mean"] <= 0:
             continue
