@@ -124,11 +124,11 @@ systems_run() {  # TASK MODEL STORES
     --json "$out/run_$1.json" > "$out/run_$1.md" && head -14 "$out/run_$1.md"
 }
 
-# selection_share NAME STORES RUN-ARGS...: results/selection/README.md's run
+# selection_share NAME MODEL STORES RUN-ARGS...: results/selection/README.md's run
 # (as, h2o-lfu and both ITF units of impress-itf and impress, PIQA, the disk
 # capped at 128 MB/s) on this device: selection's share of TTFT in its parts.
 selection_share() {
-  local name=$1 stores=$2; shift 2
+  local name=$1 model=$2 stores=$3; shift 3
   rm -rf "$stores/selection_$name"
   limit 150 build-gpu/impress run --model "$model" --task piqa --data data --system as,h2o-lfu,impress-itf,impress \
     --itf-unit token,chunk "$@" --disk-bw 128M --h2d-bw 640M --store "$stores/selection_$name" \
@@ -162,15 +162,15 @@ case "$call" in
     echo "stores in $stores" | tee -a "$out/machine.txt"
     for task in piqa rte; do run "impress run, $task, all seven systems" systems_run "$task" "$model" "$stores"; done
     run "store read bandwidth against fio" store_vs_fio "$stores"
-    run "selection's share, 16 x 2K" selection_share 2k "$stores" "${selection_2k[@]}"
-    run "selection's share, 4 x 8K" selection_share 8k "$stores" "${selection_8k[@]}"
+    run "selection's share, 16 x 2K" selection_share 2k "$model" "$stores" "${selection_2k[@]}"
+    run "selection's share, 4 x 8K" selection_share 8k "$model" "$stores" "${selection_8k[@]}"
     ;;
   4)  # call 3's last two steps again, when its deadline cut them short
     model=build-gpu/smollm2-135m
     [ -f "$model/config.json" ] || { echo "no $model: call 3 did not convert the model on this machine"; step done; exit 1; }
     stores=$(direct_dir) || { echo "no file system here takes O_DIRECT: the store cannot run"; step done; exit 1; }
-    run "selection's share, 16 x 2K" selection_share 2k "$stores" "${selection_2k[@]}"
-    run "selection's share, 4 x 8K" selection_share 8k "$stores" "${selection_8k[@]}"
+    run "selection's share, 16 x 2K" selection_share 2k "$model" "$stores" "${selection_2k[@]}"
+    run "selection's share, 4 x 8K" selection_share 8k "$model" "$stores" "${selection_8k[@]}"
     ;;
   *) echo "gpu_check: CALL is 1, 2, 3 or 4"; exit 2 ;;
 esac
