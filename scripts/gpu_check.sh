@@ -135,6 +135,11 @@ selection_share() {
     --device "$device" --dtype "$dtype" --json "$out/selection_$name.json" > "$out/selection_$name.md" &&
     python3 scripts/selection_table.py "$out/selection_$name.json"
 }
+# selection_steps MODEL STORES: selection_share's two runs, each a step.
+selection_steps() {
+  run "selection's share, 16 x 2K" selection_share 2k "$1" "$2" "${selection_2k[@]}"
+  run "selection's share, 4 x 8K" selection_share 8k "$1" "$2" "${selection_8k[@]}"
+}
 if [ "${SCALE:-gpu}" = tiny ]; then
   selection_2k=(--pool 2 --prefix-tokens 256 --requests 2 --warmup 1 --gpu-cache 1M --cpu-cache 2M)
   selection_8k=(--pool 1 --prefix-tokens 512 --requests 2 --warmup 1 --gpu-cache 1M --cpu-cache 2M)
@@ -142,6 +147,13 @@ else
   selection_2k=(--pool 16 --prefix-tokens 2048 --requests 40 --warmup 32 --gpu-cache 32M --cpu-cache 64M)
   selection_8k=(--pool 4 --prefix-tokens 8192 --requests 8 --warmup 8 --gpu-cache 32M --cpu-cache 64M)
 fi
+
+# find_stores: sets stores to direct_dir's folder, or ends the call saying there is none.
+find_stores() {
+  stores=$(direct_dir) || { echo "no file system here takes O_DIRECT: the store cannot run"; step done; exit 1; }
+  echo "stores in $stores" | tee -a "$out/machine.txt"
+}
+model=build-gpu/smollm2-135m  # call 3 converts the trained model here; call 4 runs on it
 
 case "$call" in
   1)
@@ -155,22 +167,17 @@ case "$call" in
   3)
     run "keep GGUF part 3" keep_part
     [ -x build-gpu/impress ] || { echo "no build-gpu/impress: call 1 did not build on this machine"; step done; exit 1; }
-    model=build-gpu/smollm2-135m
     run "the trained model from its GGUF" trained_model "$model" || { step done; exit 1; }
     run "CUDA tests on the trained model" cuda_tests '*CudaPath*smollm2*:*ModelVsTransformers*smollm2*' "$model"
-    stores=$(direct_dir) || { echo "no file system here takes O_DIRECT: the store cannot run"; step done; exit 1; }
-    echo "stores in $stores" | tee -a "$out/machine.txt"
+    find_stores
     for task in piqa rte; do run "impress run, $task, all seven systems" systems_run "$task" "$model" "$stores"; done
     run "store read bandwidth against fio" store_vs_fio "$stores"
-    run "selection's share, 16 x 2K" selection_share 2k "$model" "$stores" "${selection_2k[@]}"
-    run "selection's share, 4 x 8K" selection_share 8k "$model" "$stores" "${selection_8k[@]}"
+    selection_steps "$model" "$stores"
     ;;
   4)  # call 3's last two steps again, when its deadline cut them short
-    model=build-gpu/smollm2-135m
     [ -f "$model/config.json" ] || { echo "no $model: call 3 did not convert the model on this machine"; step done; exit 1; }
-    stores=$(direct_dir) || { echo "no file system here takes O_DIRECT: the store cannot run"; step done; exit 1; }
-    run "selection's share, 16 x 2K" selection_share 2k "$model" "$stores" "${selection_2k[@]}"
-    run "selection's share, 4 x 8K" selection_share 8k "$model" "$stores" "${selection_8k[@]}"
+    find_stores
+    selection_steps "$model" "$stores"
     ;;
   *) echo "gpu_check: CALL is 1, 2, 3 or 4"; exit 2 ;;
 esac

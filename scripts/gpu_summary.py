@@ -73,7 +73,7 @@ def main():
             continue
         d = json.load(open(p))
         c = d["sweep"][0]["config"] if "sweep" in d else d.get("config", {})
-        print(f"\n## Selection's cost, piqa, {c.get('device', '?')}, {c.get('pool')} x {c.get('prefix_tokens')}-token "
+        print(f"\n## Selection's cost, {c.get('task', '?')}, {c.get('device', '?')}, {c.get('pool')} x {c.get('prefix_tokens')}-token "
               f"prefixes, {c.get('requests')} measured requests (results/selection/README.md's command)\n")
         print("\n".join(selection_table(p)))
 
