@@ -93,6 +93,9 @@ class DiskBackend final : public ChunkBackend {
   Tier tier() const override { return Tier::kDisk; }
   bool Holds(uint64_t chunk, int layer) const override { return disk_->Has(chunk, layer); }
   Status Read(std::vector<ChunkRead>* reads) override { return disk_->Read(reads); }
+  // Chunks a read found damaged: the request that recomputes them writes them back (PrefixStore::Heal).
+  std::vector<uint64_t> Lost(const std::vector<uint64_t>& ids) const override { return disk_->Damaged(ids); }
+  void ForgetLost(const std::vector<uint64_t>& ids) override { disk_->ForgetDamaged(ids); }
 
  private:
   ChunkStore* disk_;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <unordered_set>
 
 #include "engine/chunk_codec.h"
@@ -229,7 +230,6 @@ ReorderFootprint PrefixStore::Footprint() const {
 StatusOr<int64_t> PrefixStore::Discover(const std::vector<int32_t>& tokens) {
   const int64_t c = geo_.chunk_tokens;
   for (const auto& b : below_) {
-    std::lock_guard<std::mutex> commit(commit_mu_);
     int64_t matched;
     uint64_t parent = 0;
     {
@@ -238,13 +238,18 @@ StatusOr<int64_t> PrefixStore::Discover(const std::vector<int32_t>& tokens) {
       matched = static_cast<int64_t>(m.chunks.size());
       if (matched > 0) parent = m.chunks.back();
     }
-    // The backend is asked without the index's lock: requests go on. Adopting
-    // needs the commit lock only, which keeps the tree's logged shape as it was.
+    // The backend is asked with no lock held: requests and commits go on.
+    // Adopting takes the commit lock, which keeps the tree's logged shape as
+    // it was, and adopts nothing if a commit changed the match meanwhile.
     auto adopt = [&](int64_t found) -> StatusOr<std::vector<uint64_t>> {
+      std::lock_guard<std::mutex> commit(commit_mu_);
       const std::vector<int32_t> whole(tokens.begin(), tokens.begin() + (matched + found) * c);
       uint64_t first;
       {
         std::lock_guard<OwnedMutex> lock(index_.mu());
+        const RadixTree::Match now = index_.tree().MatchPrefix(tokens);
+        if (static_cast<int64_t>(now.chunks.size()) != matched || (matched > 0 && now.chunks.back() != parent))
+          return std::vector<uint64_t>{};
         first = index_.tree().ReserveChunkIds(static_cast<size_t>(found));
       }
       RETURN_IF_ERROR(disk_->Commit({}, InsertRecord(whole, first)));  // the index's record; the data stays below
@@ -268,104 +273,129 @@ std::array<at::Tensor, 3> PrefixStore::HostChunks(const DenseKvCache& kv, int l,
   return {k, v, p};
 }
 
-Status PrefixStore::KeepLost(const RadixTree::Match& match, const DenseKvCache& kv, int64_t kv_offset) {
-  const std::vector<uint64_t>& matched = match.chunks;
+StatusOr<int64_t> PrefixStore::Heal(const std::vector<int32_t>& tokens, const DenseKvCache& kv) {
   const int64_t c = geo_.chunk_tokens;
-  std::vector<uint64_t> held;  // matched chunks whose KV `kv` holds
-  for (size_t i = 0; i < matched.size(); ++i) {
-    const int64_t at = static_cast<int64_t>(i) * c;
-    if (at >= kv_offset && at + c <= kv_offset + kv.size()) held.push_back(matched[i]);
-  }
-  std::vector<uint64_t> keep;  // of those, the ones that failed below
-  for (const auto& b : below_) {
-    {
-      // A reordered copy below that failed a read is dropped: requests read
-      // the node's own chunks (kept below when they failed too).
-      std::lock_guard<OwnedMutex> lock(index_.mu());
-      for (RadixTree::Node* node : match.path) {
-        if (!node->reordered) continue;
-        const std::vector<uint64_t> failed = b->Lost(node->reordered->chunks);
-        b->ForgetLost(failed);
-        if (!failed.empty()) index_.tree().SetReordered(node, nullptr);
-      }
-    }
-    for (uint64_t id : b->Lost(held)) keep.push_back(id);
-  }
-  if (keep.empty()) return Status::OK();
-  const std::unordered_set<uint64_t> kept(keep.begin(), keep.end());
-  std::vector<at::Tensor> hold;
-  std::vector<ChunkWrite> writes;
-  for (size_t i = 0; i < matched.size(); ++i) {
-    if (!kept.count(matched[i]) || disk_->Has(matched[i], 0)) continue;
-    for (int l = 0; l < geo_.layers; ++l) {
-      auto kvp = HostChunks(kv, l, static_cast<int64_t>(i), 1, kv_offset);
-      const EncodedChunk e = EncodeChunk(ChunkCodec(geo_.codec, static_cast<int64_t>(i)), kvp[0], kvp[1], kvp[2]);
-      hold.insert(hold.end(), e.bytes.begin(), e.bytes.end());
-      writes.push_back({matched[i], l, e.bytes[0].data_ptr(), e.bytes[1].data_ptr(), e.bytes[2].data_ptr(), e.codec});
-    }
-  }
-  if (!writes.empty()) RETURN_IF_ERROR(disk_->Commit(writes, FillRecord()));
-  for (const auto& b : below_) b->ForgetLost(keep);
-  return Status::OK();
-}
-
-StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv, int64_t kv_offset) {
-  std::lock_guard<std::mutex> commit(commit_mu_);
+  std::lock_guard<std::mutex> commit(commit_mu_);  // the tree's shape holds still: it changes only under it
   RadixTree::Match match;
+  std::vector<std::pair<RadixTree::Node*, std::shared_ptr<const ReorderedChunks>>> copies;
   {
     std::lock_guard<OwnedMutex> lock(index_.mu());
     match = index_.tree().MatchPrefix(tokens);
+    for (RadixTree::Node* node : match.path)
+      if (node->reordered) copies.push_back({node, node->reordered});
   }
-  RETURN_IF_ERROR(KeepLost(match, kv, kv_offset));
-  const int64_t c = opt_.chunk_tokens;
-  const int64_t matched = static_cast<int64_t>(match.chunks.size());
-  const int64_t total = static_cast<int64_t>(tokens.size()) / c;
-  if (total <= matched) return int64_t{0};
-  IMPRESS_CHECK(kv_offset <= matched * c && kv_offset + kv.size() >= total * c);
-  uint64_t first_id;
-  {
-    std::lock_guard<OwnedMutex> lock(index_.mu());
-    first_id = index_.tree().ReserveChunkIds(static_cast<size_t>(total - matched));
-  }
-  std::vector<at::Tensor> keep, hold;  // keep: per layer keys, values, probe keys (for the backends below); hold: encoded parts
-  std::vector<ChunkWrite> writes;
-  std::vector<std::pair<uint64_t, ChunkKv>> to_cache;
-  for (int l = 0; l < geo_.layers; ++l) {
-    auto [k, v, p] = HostChunks(kv, l, matched, total - matched, kv_offset);
-    keep.insert(keep.end(), {k, v, p});
-    for (int64_t i = 0; i < total - matched; ++i) {
-      const uint64_t id = first_id + static_cast<uint64_t>(i);
-      const EncodedChunk e = EncodeChunk(ChunkCodec(geo_.codec, matched + i), k.narrow(0, i * c, c),
-                                         v.narrow(0, i * c, c), p.narrow(0, i * c, c));
-      hold.insert(hold.end(), e.bytes.begin(), e.bytes.end());
-      writes.push_back({id, l, e.bytes[0].data_ptr(), e.bytes[1].data_ptr(), e.bytes[2].data_ptr(), e.codec});
-      // The caches hold what a read returns: the decoded parts, and the encoded ones.
-      EncodedKv enc;
-      if (e.codec != KvCodec::kNone) enc = {e.bytes[0], e.bytes[1], e.codec};
-      to_cache.push_back({ChunkReader::CacheKey(id, l), ChunkKv{e.decoded[0].clone(), e.decoded[1].clone(), enc}});
+  std::vector<ChunkBackend*> all = {home_.get()};
+  for (const auto& b : below_) all.push_back(b.get());
+  // A reordered copy that failed a read anywhere is dropped: requests read
+  // the node's own chunks, healed below when they failed too. The backends
+  // are asked without the index's mutex.
+  std::vector<RadixTree::Node*> drop;
+  for (const auto& [node, copy] : copies) {
+    bool failed = false;
+    for (ChunkBackend* b : all) {
+      const std::vector<uint64_t> lost = b->Lost(copy->chunks);
+      b->ForgetLost(lost);
+      failed = failed || !lost.empty();
     }
+    if (failed) drop.push_back(node);
   }
-  std::vector<int32_t> whole(tokens.begin(), tokens.begin() + total * c);
-  RETURN_IF_ERROR(disk_->Commit(writes, InsertRecord(whole, first_id)));
-  std::vector<uint64_t> ids;
-  {
+  if (!drop.empty()) {
     std::lock_guard<OwnedMutex> lock(index_.mu());
-    ids = index_.tree().Insert(whole, first_id);
+    for (RadixTree::Node* node : drop) index_.tree().SetReordered(node, nullptr);
+    ForgetRetiredLocked();
   }
-  IMPRESS_CHECK(ids.size() == static_cast<size_t>(total) && ids[matched] == first_id);
-  for (auto& [key, chunk] : to_cache) cache_->Put(key, chunk);
-  // The score policy places what Put holds once it is observed: computed,
-  // never accessed (score 0), these land only where there is room.
-  const std::vector<uint64_t> added(ids.begin() + matched, ids.end());
-  for (int l = 0; l < geo_.layers; ++l) reader_->ObserveWhole(added, l);
-  if (!below_.empty()) {
-    ChunkPut put;
-    put.tokens = std::move(whole), put.ids = ids, put.first = static_cast<size_t>(matched);
-    put.kv = std::make_shared<const std::vector<at::Tensor>>(std::move(keep));
-    if (geo_.codec != KvCodec::kNone) put.encoded = std::make_shared<const std::vector<at::Tensor>>(std::move(hold));
-    for (const auto& b : below_) b->Put(put, nullptr);
+  // The matched chunks `kv` holds that failed a read: rewritten on the home
+  // backend (a damaged local copy is replaced, a chunk lost below is kept here).
+  std::vector<uint64_t> held;
+  for (size_t i = 0; i < match.chunks.size() && static_cast<int64_t>(i + 1) * c <= kv.size(); ++i)
+    held.push_back(match.chunks[i]);
+  std::set<uint64_t> lost;
+  for (ChunkBackend* b : all)
+    for (uint64_t id : b->Lost(held))
+      if (b == home_.get() || !disk_->Has(id, 0)) lost.insert(id);
+  if (lost.empty()) return int64_t{0};
+  std::vector<int64_t> at;  // positions in the prefix of the chunks to write
+  for (size_t i = 0; i < held.size(); ++i)
+    if (lost.count(held[i])) at.push_back(static_cast<int64_t>(i));
+  ChunkWrites w;
+  for (int l = 0; l < geo_.layers; ++l)
+    for (int64_t i : at) {
+      auto kvp = HostChunks(kv, l, i, 1, 0);
+      AddWrite(match.chunks[static_cast<size_t>(i)], l, i, kvp[0], kvp[1], kvp[2], &w);
+    }
+  FreeStats freed;
+  RETURN_IF_ERROR(disk_->Replace(w.writes, FillRecord(), &freed));
+  const std::vector<uint64_t> ids(lost.begin(), lost.end());
+  for (ChunkBackend* b : all) b->ForgetLost(ids);
+  return static_cast<int64_t>(ids.size());
+}
+
+void PrefixStore::AddWrite(uint64_t id, int l, int64_t index, const at::Tensor& k, const at::Tensor& v,
+                           const at::Tensor& p, ChunkWrites* w) const {
+  const EncodedChunk e = EncodeChunk(ChunkCodec(geo_.codec, index), k, v, p);
+  w->hold.insert(w->hold.end(), e.bytes.begin(), e.bytes.end());
+  w->writes.push_back({id, l, e.bytes[0].data_ptr(), e.bytes[1].data_ptr(), e.bytes[2].data_ptr(), e.codec});
+  // The caches hold what a read returns: the decoded parts, and the encoded ones.
+  EncodedKv enc;
+  if (e.codec != KvCodec::kNone) enc = {e.bytes[0], e.bytes[1], e.codec};
+  w->decoded.push_back(ChunkKv{e.decoded[0].clone(), e.decoded[1].clone(), enc});
+}
+
+StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv, int64_t kv_offset) {
+  const int64_t c = opt_.chunk_tokens;
+  const int64_t total = static_cast<int64_t>(tokens.size()) / c;
+  auto matched_now = [&] {
+    std::lock_guard<OwnedMutex> lock(index_.mu());
+    return static_cast<int64_t>(index_.tree().MatchPrefix(tokens).chunks.size());
+  };
+  // The copies to the host and the encoding run before the commit lock is
+  // taken, so that no other commit (nor an adoption) waits on them; a commit
+  // that lands meanwhile and changes what is stored makes them again.
+  for (;;) {
+    const int64_t matched = matched_now();
+    if (total <= matched) return int64_t{0};
+    IMPRESS_CHECK(kv_offset <= matched * c && kv_offset + kv.size() >= total * c);
+    const int64_t n = total - matched;
+    std::vector<at::Tensor> keep;  // per layer keys, values, probe keys (for the backends below)
+    ChunkWrites w;
+    for (int l = 0; l < geo_.layers; ++l) {
+      auto [k, v, p] = HostChunks(kv, l, matched, n, kv_offset);
+      keep.insert(keep.end(), {k, v, p});
+      for (int64_t i = 0; i < n; ++i)  // ids are placeholders until the commit lock reserves them
+        AddWrite(static_cast<uint64_t>(i), l, matched + i, k.narrow(0, i * c, c), v.narrow(0, i * c, c),
+                 p.narrow(0, i * c, c), &w);
+    }
+    std::vector<int32_t> whole(tokens.begin(), tokens.begin() + total * c);
+    std::vector<uint64_t> ids;
+    {
+      std::lock_guard<std::mutex> commit(commit_mu_);
+      if (matched_now() != matched) continue;
+      uint64_t first_id;
+      {
+        std::lock_guard<OwnedMutex> lock(index_.mu());
+        first_id = index_.tree().ReserveChunkIds(static_cast<size_t>(n));
+      }
+      for (ChunkWrite& x : w.writes) x.chunk_id += first_id;
+      RETURN_IF_ERROR(disk_->Commit(w.writes, InsertRecord(whole, first_id)));
+      std::lock_guard<OwnedMutex> lock(index_.mu());
+      ids = index_.tree().Insert(whole, first_id);
+      IMPRESS_CHECK(ids.size() == static_cast<size_t>(total) && ids[matched] == first_id);
+    }
+    for (size_t j = 0; j < w.writes.size(); ++j)
+      cache_->Put(ChunkReader::CacheKey(w.writes[j].chunk_id, w.writes[j].layer), w.decoded[j]);
+    // The score policy places what Put holds once it is observed: computed,
+    // never accessed (score 0), these land only where there is room.
+    const std::vector<uint64_t> added(ids.begin() + matched, ids.end());
+    for (int l = 0; l < geo_.layers; ++l) reader_->ObserveWhole(added, l);
+    if (!below_.empty()) {
+      ChunkPut put;
+      put.tokens = std::move(whole), put.ids = ids, put.first = static_cast<size_t>(matched);
+      put.kv = std::make_shared<const std::vector<at::Tensor>>(std::move(keep));
+      if (geo_.codec != KvCodec::kNone) put.encoded = std::make_shared<const std::vector<at::Tensor>>(std::move(w.hold));
+      for (const auto& b : below_) b->Put(put, nullptr);
+    }
+    return n;
   }
-  return total - matched;
 }
 
 }  // namespace impress

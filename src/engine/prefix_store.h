@@ -13,9 +13,9 @@
 // the order the tree applies them (one commit at a time, commit_mu_), and no
 // commit, fsync or backend round trip runs with the index's mutex held.
 //
-// A chunk whose read from a backend below fails (missing, damaged,
-// unreachable) fails the read as NotFound, so the request recomputes; that
-// recomputation's Insert then keeps the chunk on the local disk.
+// A chunk whose read fails (damaged on the local disk; missing, damaged or
+// unreachable below) fails the read, so the request recomputes it
+// (ComputeStoredKv) and Heal writes it back to the local disk, once.
 //
 // Thread-safe: Acquire, Release, RecordImportance, Insert and Reorder may run
 // on different threads; reads on any thread holding a lease.
@@ -113,10 +113,18 @@ class PrefixStore {
   // Stores the whole chunks of `tokens` that the index does not hold yet,
   // taking their KV from `kv`, whose entry 0 is the token at position
   // `kv_offset` (it must hold those positions), caches them and hands them to
-  // the backends below. Matched chunks whose read from below failed are
-  // written to the local disk when `kv` holds them. Returns the number of
-  // chunks added.
+  // the backends below. Returns the number of chunks added. The KV must be
+  // ComputeStoredKv's for these tokens (engine/stored_kv.h): the store holds
+  // one KV per prefix. Copies and encoding run outside the commit lock.
   StatusOr<int64_t> Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv, int64_t kv_offset = 0);
+  // After a read failed (ChunkBackend::Lost: damaged on the local disk,
+  // missing or damaged below): writes the matched chunks of `tokens` that
+  // failed and whose KV `kv` holds (from position 0; ComputeStoredKv's) to the
+  // local disk, replacing a damaged local copy (whose space is given back),
+  // and drops the reordered copies on the path that failed a read. Later
+  // requests read the healed chunks. Returns how many chunks were written.
+  // Errors: the disk's write.
+  StatusOr<int64_t> Heal(const std::vector<int32_t>& tokens, const DenseKvCache& kv);
 
   // Serves a layer's chunks: the caches, then the backends.
   ChunkReader& reader() { return *reader_; }
@@ -140,10 +148,17 @@ class PrefixStore {
   // Token-major host copies [n*C, heads, d] of `kv`'s keys, values and probe
   // keys of layer `l` for chunks first..first+n-1 (entry 0 of kv at kv_offset).
   std::array<at::Tensor, 3> HostChunks(const DenseKvCache& kv, int l, int64_t first, int64_t n, int64_t kv_offset) const;
-  // Writes to the local disk the chunks of `match` whose read from below
-  // failed and whose KV `kv` holds, and drops the reordered copies on its path
-  // that failed a read below. REQUIRES: commit_mu_ held, index mutex not.
-  Status KeepLost(const RadixTree::Match& match, const DenseKvCache& kv, int64_t kv_offset);
+  // Chunk parts encoded for the disk (`hold` keeps the bytes `writes` point
+  // at) and, per write, what the caches hold of it.
+  struct ChunkWrites {
+    std::vector<at::Tensor> hold;
+    std::vector<ChunkWrite> writes;
+    std::vector<ChunkKv> decoded;
+  };
+  // Encodes chunk `id` of layer `l`, the index-th of its prefix (token-major
+  // parts [C, heads, d]), into `w`.
+  void AddWrite(uint64_t id, int l, int64_t index, const at::Tensor& k, const at::Tensor& v, const at::Tensor& p,
+                ChunkWrites* w) const;
 
   const Model& model_;
   PrefixStoreOptions opt_;

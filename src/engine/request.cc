@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "engine/store_source.h"
+#include "engine/stored_kv.h"
 #include "model/model.h"
 
 namespace impress {
@@ -121,12 +122,37 @@ int64_t RequestTrace::kv_chunks() const {
   return n;
 }
 
+namespace {
+
+// The store path: the lease's prefix from the store, the rest computed over
+// it by `system`'s selection. Fills `last`, `kv_out` and the trace's load and
+// selection counts; a failed read is returned (the caller heals and retries).
+Status ServeFromStore(const System& system, Model& model, PrefixStore* store, const PrefixLease& lease,
+                      const std::vector<int32_t>& context, std::unique_ptr<RewindableKv>* kv_out, RequestTrace* trace,
+                      const RequestOptions& opt, at::Tensor* last) {
+  const int layers = model.config().num_layers;
+  const int64_t m = lease.tokens();
+  std::vector<int32_t> rest(context.begin() + m, context.end());
+  trace->selection = SelectionCounters(layers);
+  trace->layer_host_syncs.assign(layers, 0);
+  StoreSelector selector(system, *store, model, lease, opt, static_cast<int64_t>(rest.size()), trace);
+  auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
+  *last = LastLogProbs(model.Forward(rest, m, *selected));
+  trace->device_layers = selector.DeviceTimes();
+  *kv_out = std::move(selected);
+  trace->reused_tokens = m;
+  return selector.status();
+}
+
+}  // namespace
+
 StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore* store,
                                 const std::vector<int32_t>& context, int64_t storable,
                                 std::unique_ptr<RewindableKv>* kv_out, RequestTrace* trace, const RequestOptions& opt) {
   RETURN_IF_ERROR(ValidateTokens(model.config(), context, 0));
   const int layers = model.config().num_layers;
   const auto start = Clock::now();
+  const int64_t n = static_cast<int64_t>(context.size());
   auto recompute = [&]() {
     auto dense = std::make_unique<DenseKvCache>(layers);
     at::Tensor last = LastLogProbs(model.Forward(context, 0, *dense));
@@ -144,55 +170,81 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
   }
   if (!system.reuse || store == nullptr) {
     at::Tensor last = recompute();
-    trace->computed_tokens = static_cast<int64_t>(context.size());
+    trace->computed_tokens = n;
     trace->ttft_ms = Ms(start, Clock::now());
     return last;
   }
-  std::vector<int32_t> prefix(context.begin(), context.begin() + std::min<int64_t>(storable, context.size()));
+  const int64_t c = store->geometry().chunk_tokens;
+  const std::vector<int32_t> prefix(context.begin(), context.begin() + std::min(storable, n));
+  // The prefix's whole chunks: what the store holds of it (ComputeStoredKv's KV).
+  const std::vector<int32_t> whole(prefix.begin(), prefix.begin() + static_cast<int64_t>(prefix.size()) / c * c);
   // Keep at least one token to compute: its logits are the first token's.
-  const PrefixLease lease = store->Acquire(prefix, static_cast<int64_t>(context.size()) - 1);
-  const int64_t m = lease.tokens();
-  std::vector<int32_t> rest(context.begin() + m, context.end());
-  trace->selection = SelectionCounters(layers);
-  trace->layer_host_syncs.assign(layers, 0);
+  PrefixLease lease = store->Acquire(prefix, n - 1);
   at::Tensor last;
-  Status load_error;
-  const DenseKvCache* computed = nullptr;  // the new tokens' KV, from position kv_offset
-  int64_t kv_offset = 0;
-  if (m == 0) {
-    last = recompute();
-    computed = static_cast<DenseKvCache*>(kv_out->get());
-  } else {
-    StoreSelector selector(system, *store, model, lease, opt, static_cast<int64_t>(rest.size()), trace);
-    auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
-    last = LastLogProbs(model.Forward(rest, m, *selected));
-    trace->ttft_ms = Ms(start, Clock::now());  // the logits are on the host; the timeline is not TTFT
-    trace->device_layers = selector.DeviceTimes();
-    load_error = selector.status();
-    computed = &selected->tail();
-    kv_offset = m;
-    *kv_out = std::move(selected);
+  if (lease.tokens() == 0) {
+    // Nothing stored: the prefix's chunks as the store computes them, the
+    // rest over them at full precision; those chunks are stored after the
+    // first token.
+    store->Release(lease);
+    std::unique_ptr<DenseKvCache> kv = ComputeStoredKv(model, whole, c);
+    const int64_t from = std::min<int64_t>(kv->size(), n - 1);
+    const bool whole_kept = from == kv->size();  // else the context ends in the prefix's last chunk
+    kv->Truncate(from);
+    last = LastLogProbs(model.Forward(std::vector<int32_t>(context.begin() + from, context.end()), from, *kv));
+    trace->ttft_ms = Ms(start, Clock::now());
+    trace->computed_tokens = n;
+    const auto t0 = Clock::now();
+    std::unique_ptr<DenseKvCache> again = whole_kept ? nullptr : ComputeStoredKv(model, whole, c);
+    ASSIGN_OR_RETURN(trace->stored_chunks, store->Insert(whole, again ? *again : *kv));
+    trace->store_ms = Ms(t0, Clock::now());
+    *kv_out = std::move(kv);
+    return last;
   }
-  store->Release(lease);
-  // A damaged or missing chunk is never served: the request recomputes
-  // everything. Any other failure (the disk refusing a read) is the request's.
-  if (!load_error.ok() && !load_error.IsCorruption() && !load_error.IsNotFound()) return load_error;
-  if (!load_error.ok()) {
+  // A damaged or missing chunk costs time, never an answer: it is recomputed
+  // as the store computes it (ComputeStoredKv), written back (Heal), and the
+  // request is served again from the healed store, so it gets the answer a
+  // clean store gives. Should the second attempt fail too (the write-back
+  // failed, new damage), the request recomputes its whole context.
+  for (int attempt = 0;; ++attempt) {
+    Status load_error = ServeFromStore(system, model, store, lease, context, kv_out, trace, opt, &last);
+    const std::vector<int32_t> matched(prefix.begin(), prefix.begin() + lease.tokens());
+    store->Release(lease);
+    if (load_error.ok()) break;
+    // Any other failure (the disk refusing a read) is the request's.
+    if (!load_error.IsCorruption() && !load_error.IsNotFound()) return load_error;
+    // The attempt's counts are dropped; what it met is kept.
+    const int64_t healed = trace->healed_chunks;
+    *trace = RequestTrace();
     trace->recomputed_after_error = true;
     trace->error = load_error.message();
-    trace->io_ms = 0;
-    last = recompute();
-    computed = static_cast<DenseKvCache*>(kv_out->get());
-    kv_offset = 0;
-  } else {
-    trace->reused_tokens = m;
+    trace->healed_chunks = healed;
+    Status heal_error = load_error;
+    if (attempt == 0) {
+      std::unique_ptr<DenseKvCache> kv = ComputeStoredKv(model, matched, c);
+      StatusOr<int64_t> h = store->Heal(matched, *kv);
+      if (h.ok()) trace->healed_chunks += *h;
+      heal_error = h.status();
+    }
+    if (attempt > 0 || !heal_error.ok()) {
+      if (!heal_error.ok()) trace->error += "; writing it back: " + heal_error.message();
+      last = recompute();
+      trace->reused_tokens = 0;
+      trace->computed_tokens = n;
+      trace->ttft_ms = Ms(start, Clock::now());
+      return last;
+    }
+    lease = store->Acquire(prefix, n - 1);
   }
-  trace->computed_tokens = static_cast<int64_t>(context.size()) - trace->reused_tokens;
-  if (m == 0 || trace->recomputed_after_error) trace->ttft_ms = Ms(start, Clock::now());
-
-  const auto t0 = Clock::now();
-  ASSIGN_OR_RETURN(trace->stored_chunks, store->Insert(prefix, *computed, kv_offset));
-  trace->store_ms = Ms(t0, Clock::now());
+  trace->ttft_ms = Ms(start, Clock::now());  // the logits are on the host; the timeline is not TTFT
+  trace->computed_tokens = n - trace->reused_tokens;
+  // Whole chunks of the prefix past the match (a prefix stored in part): stored
+  // as the store computes them, after the first token.
+  if (static_cast<int64_t>(whole.size()) > trace->reused_tokens) {
+    const auto t0 = Clock::now();
+    std::unique_ptr<DenseKvCache> kv = ComputeStoredKv(model, whole, c);
+    ASSIGN_OR_RETURN(trace->stored_chunks, store->Insert(whole, *kv));
+    trace->store_ms = Ms(t0, Clock::now());
+  }
   return last;
 }
 

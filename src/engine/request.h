@@ -61,6 +61,7 @@ struct RequestTrace {
   std::vector<DeviceLayerTimes> device_layers;
   bool recomputed_after_error = false;  // a stored chunk failed its checksum or was missing
   std::string error;       // that failure
+  int64_t healed_chunks = 0;  // chunks this request recomputed and wrote back (PrefixStore::Heal)
 };
 
 struct RequestOptions {
@@ -82,11 +83,21 @@ struct RequestOptions {
 // Runs `context` (token ids) and returns the log-probabilities after its last
 // token; `kv` ends holding what the context's tokens attend to, for scoring
 // continuations. The first `storable` tokens (the shared prefix) may be
-// reused and are stored. A stored chunk that fails its checksum or is
-// missing is never served: the request recomputes everything
-// (RequestTrace::recomputed_after_error); an I/O error reading the store is
-// returned. With selection, the stored copy of new chunks comes
-// from a full computation of them (the store always holds exact KV).
+// reused, and their whole chunks are stored; the store holds one KV per
+// prefix, ComputeStoredKv's (engine/stored_kv.h), whichever path writes it:
+//  - nothing stored: the prefix's chunks are computed as the store computes
+//    them and the rest over them; the chunks are stored after the first token;
+//  - a stored prefix: served by the system from the store; whole chunks past
+//    the match are computed as the store computes them and stored after the
+//    first token (never from the selected computation);
+//  - a stored chunk that fails its checksum or is missing is never served:
+//    the matched prefix is recomputed as the store computes it, the failed
+//    chunks are written back (PrefixStore::Heal, counted in healed_chunks),
+//    and the request is served again from the store: its answer is the one a
+//    clean store gives, bit for bit (recomputed_after_error; the trace's
+//    counts are the second attempt's). If writing back fails, or the second
+//    attempt fails too, the whole context is recomputed.
+// An I/O error reading the store is returned.
 StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore* store,
                                 const std::vector<int32_t>& context, int64_t storable,
                                 std::unique_ptr<RewindableKv>* kv, RequestTrace* trace,

@@ -38,7 +38,7 @@ nlohmann::ordered_json RunResult::ToJson() const {
     rows.push_back({{"prefix", x.prefix}, {"doc", x.doc}, {"ttft_ms", x.ttft_ms}, {"io_ms", x.io_ms},
                     {"select_ms", x.select_ms}, {"reused_tokens", x.reused_tokens}, {"disk_bytes", x.disk_bytes},
                     {"remote_bytes", x.remote_bytes}, {"kv_chunks", x.kv_chunks},
-                    {"recomputed_after_error", x.recomputed_after_error}, {"pred", x.pred}, {"loglik", x.loglik}});
+                    {"recomputed_after_error", x.recomputed_after_error}, {"healed_chunks", x.healed_chunks}, {"pred", x.pred}, {"loglik", x.loglik}});
   const TierCounts& b = bytes_read;
   nlohmann::ordered_json j = {
       {"system", system}, {"requests", requests},
@@ -54,7 +54,7 @@ nlohmann::ordered_json RunResult::ToJson() const {
       {"remote_chunks_read", remote_chunks_read},
       {"kv_chunks_per_request", kv_chunks_per_request}, {"kv_hit_gpu", kv_hit_gpu}, {"chunk_loads", chunk_loads},
       {"reused_tokens", reused_tokens}, {"computed_tokens", computed_tokens},
-      {"recomputed_after_error", recomputed_after_error}, {"acc", acc}, {"policy", policy},
+      {"recomputed_after_error", recomputed_after_error}, {"healed_chunks", healed_chunks}, {"acc", acc}, {"policy", policy},
       {"kept_share", kept_share}, {"fallback_share", fallback_share},
       {"important_share_of_chunks_read", important_share_of_chunks_read},
       {"layer_kept_share", layer_kept_share}, {"layer_kv_load_ratio", layer_kv_load_ratio},

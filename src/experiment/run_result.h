@@ -26,6 +26,7 @@ struct RequestRow {
   double ttft_ms = 0, io_ms = 0, select_ms = 0;
   int64_t reused_tokens = 0, disk_bytes = 0, remote_bytes = 0, kv_chunks = 0;
   bool recomputed_after_error = false;
+  int64_t healed_chunks = 0;
   int pred = 0;
   std::vector<double> loglik;  // per choice
 };
@@ -88,7 +89,7 @@ struct RunResult {
   double hit_gpu = 0, hit_cpu = 0;  // of every chunk load
   int64_t chunks_read = 0, remote_chunks_read = 0;
   double kv_chunks_per_request = 0, kv_hit_gpu = 0;
-  int64_t chunk_loads = 0, reused_tokens = 0, computed_tokens = 0, recomputed_after_error = 0;
+  int64_t chunk_loads = 0, reused_tokens = 0, computed_tokens = 0, recomputed_after_error = 0, healed_chunks = 0;
   double acc = 0;
   std::string policy;
   double kept_share = 0, fallback_share = 0, important_share_of_chunks_read = 0;

@@ -14,6 +14,7 @@
 #include "engine/remote_backend.h"
 #include "engine/reorder_worker.h"
 #include "engine/request.h"
+#include "engine/stored_kv.h"
 #include "eval/scorer.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -31,7 +32,7 @@ struct SystemRun {
   std::vector<RequestRow> per_request;  // measured requests, in order (tails)
   TierCounts bytes, hits;
   int64_t chunk_loads = 0, disk_chunks = 0, remote_chunks = 0;
-  int64_t reused = 0, computed = 0, recomputed_after_error = 0;
+  int64_t reused = 0, computed = 0, recomputed_after_error = 0, healed_chunks = 0;
   int correct = 0, n = 0;
   std::string policy = "-";
   double important_sum = 0;
@@ -74,6 +75,7 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   reused += t.reused_tokens;
   computed += t.computed_tokens;
   recomputed_after_error += t.recomputed_after_error;
+  healed_chunks += t.healed_chunks;
   selection.Merge(t.selection);
   important_sum += t.important_share_sum;
   selected_chunks += t.kv_chunks();
@@ -134,6 +136,7 @@ RunResult SystemRun::Summarize(int reorder_every) const {
   r.reused_tokens = reused;
   r.computed_tokens = computed;
   r.recomputed_after_error = recomputed_after_error;
+  r.healed_chunks = healed_chunks;
   r.acc = n ? double(correct) / n : 0;
   r.policy = policy;
   r.fallback_share = selection.FallbackShare();
@@ -191,9 +194,8 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixSto
     ASSIGN_OR_RETURN(const int64_t found, store->Discover(pool_ids[p]));
     adopted += found;
     if (store->index().tree().NewChunks(pool_ids[p]) > 0) {
-      DenseKvCache full(m.config().num_layers);
-      m.Forward(pool_ids[p], 0, full);
-      RETURN_IF_ERROR(store->Insert(pool_ids[p], full).status());
+      const std::unique_ptr<DenseKvCache> kv = ComputeStoredKv(m, pool_ids[p], so.chunk_tokens);
+      RETURN_IF_ERROR(store->Insert(pool_ids[p], *kv).status());
       computed_prefixes++;
       computed_tokens += static_cast<int64_t>(pool_ids[p].size());
     }
@@ -332,7 +334,7 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
     if (static_cast<int>(i) < o.warmup) continue;
     run.per_request.push_back({r.prefix, r.doc, trace.ttft_ms, trace.io_ms, trace.select_ms, trace.reused_tokens,
                                trace.load.bytes[Tier::kDisk], trace.load.bytes[Tier::kRemote], trace.kv_chunks(),
-                               trace.recomputed_after_error, score.pred, score.loglik});
+                               trace.recomputed_after_error, trace.healed_chunks, score.pred, score.loglik});
     run.Add(trace, layers);
     run.correct += score.pred == doc.gold;
     run.n++;
@@ -472,6 +474,13 @@ void PrintRunReport(const RunResults& result, std::FILE* out) {
                    ll(r.fill->computed_prefixes), ll(x.chunks_written), ll(x.moved), ll(x.ask), ll(x.slot_reloads),
                    ll(x.reconnects), ll(x.timeouts));
     }
+  }
+  // Damage met: requests that recomputed a stored chunk, and the chunks they wrote back.
+  for (const RunResult& r : result.runs) {
+    if (r.recomputed_after_error == 0 && r.healed_chunks == 0) continue;
+    std::fprintf(out, "\n%s: %lld requests met damaged or missing chunks; %lld chunks recomputed and written back\n",
+                 r.system.c_str(), static_cast<long long>(r.recomputed_after_error),
+                 static_cast<long long>(r.healed_chunks));
   }
   // Speculative K/V reads: how many, and how many the selection then needed.
   for (const RunResult& r : result.runs) {

@@ -148,12 +148,32 @@ ChunkStore::~ChunkStore() { io_.reset(); }  // reads finish before the files clo
 
 Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::string& meta) {
   std::lock_guard<std::mutex> lock(mu_);
+  return CommitLocked(writes, meta, /*replace=*/false, nullptr);
+}
+
+Status ChunkStore::Replace(const std::vector<ChunkWrite>& writes, const std::string& meta, FreeStats* stats) {
+  std::vector<std::pair<uint64_t, uint64_t>> displaced;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RETURN_IF_ERROR(CommitLocked(writes, meta, /*replace=*/true, &displaced));
+  }
+  if (stats != nullptr) {
+    stats->chunk_layers += displaced.size();
+    for (const auto& e : displaced) stats->bytes += e.second;
+  }
+  // Outside the lock: nothing indexes the old parts any more, and commits
+  // append past the end of the file, never into them.
+  return PunchHoles(std::move(displaced));
+}
+
+Status ChunkStore::CommitLocked(const std::vector<ChunkWrite>& writes, const std::string& meta, bool replace,
+                                std::vector<std::pair<uint64_t, uint64_t>>* displaced) {
   const ChunkGeometry& g = opt_.geometry;
   std::vector<uint8_t> buf;
   std::vector<StoredChunk> added;
   uint64_t off = data_end_;
   for (const auto& w : writes) {
-    IMPRESS_CHECK(!index_.count({w.chunk_id, w.layer}));
+    IMPRESS_CHECK(replace || !index_.count({w.chunk_id, w.layer}));
     ChunkLocation loc{off, {0, 0, 0}, w.codec.value_or(g.codec)};
     buf.assign(g.RecordBytes(loc.codec), 0);
     const void* src[3] = {w.keys, w.values, w.probe};
@@ -171,7 +191,14 @@ Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::stri
   }
   RETURN_IF_ERROR(data_->Sync());
   RETURN_IF_ERROR(AppendLog(CommitPayload(meta, added, g.codec)));
-  for (const StoredChunk& c : added) index_.emplace(std::make_pair(c.id, c.layer), c.loc);
+  for (const StoredChunk& c : added) {
+    auto [it, fresh] = index_.insert({{c.id, c.layer}, c.loc});
+    if (!fresh) {
+      displaced->push_back({it->second.offset, g.RecordBytes(it->second.codec)});
+      it->second = c.loc;
+    }
+    damaged_.erase(c.id);
+  }
   data_end_ = off;
   return Status::OK();
 }
@@ -186,11 +213,13 @@ Status ChunkStore::AppendLog(const std::string& payload) {
 }
 
 void ChunkStore::EraseLocked(const std::vector<uint64_t>& ids, std::vector<std::pair<uint64_t, uint64_t>>* extents) {
-  for (uint64_t id : ids)  // an id's layers are adjacent in the index
+  for (uint64_t id : ids) {  // an id's layers are adjacent in the index
+    damaged_.erase(id);
     for (auto it = index_.lower_bound({id, 0}); it != index_.end() && it->first.first == id;) {
       extents->push_back({it->second.offset, opt_.geometry.RecordBytes(it->second.codec)});
       it = index_.erase(it);
     }
+  }
 }
 
 Status ChunkStore::PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents) {
@@ -294,6 +323,19 @@ bool ChunkStore::Has(uint64_t chunk_id, int layer) const {
   return index_.count({chunk_id, layer}) > 0;
 }
 
+std::vector<uint64_t> ChunkStore::Damaged(const std::vector<uint64_t>& chunk_ids) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t> out;
+  for (uint64_t id : chunk_ids)
+    if (damaged_.count(id)) out.push_back(id);
+  return out;
+}
+
+void ChunkStore::ForgetDamaged(const std::vector<uint64_t>& chunk_ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint64_t id : chunk_ids) damaged_.erase(id);
+}
+
 size_t ChunkStore::chunk_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return index_.size();
@@ -311,11 +353,17 @@ Status ChunkStore::ReadOne(ChunkRead* read) {
     loc = it->second;
   }
   void* const dst[3] = {r.keys, r.values, r.probe};
-  ASSIGN_OR_RETURN(const size_t bytes,
-                   ReadChunkParts(direct_.get(), opt_.geometry, loc, r.parts, dst,
-                                  dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
-                                      std::to_string(r.layer)));
-  counters_.bytes_read += bytes;
+  StatusOr<size_t> bytes = ReadChunkParts(direct_.get(), opt_.geometry, loc, r.parts, dst,
+                                          dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
+                                              std::to_string(r.layer));
+  if (!bytes.ok()) {
+    if (bytes.status().IsCorruption()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      damaged_.insert(r.chunk_id);
+    }
+    return bytes.status();
+  }
+  counters_.bytes_read += *bytes;
   counters_.parts_read += __builtin_popcount(r.parts & (kKeys | kValues | kProbeKeys));
   r.codec = loc.codec;
   return Status::OK();

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,10 +100,20 @@ class ChunkStore {
   // Durably stores `writes` and `meta` as one record. All or nothing: after a
   // crash the record is either whole or absent. REQUIRES: no chunk is stored twice.
   Status Commit(const std::vector<ChunkWrite>& writes, const std::string& meta);
+  // Durably stores new parts for (chunk, layer)s that may be stored already
+  // (healing damaged ones), as one record like Commit's, then punches holes
+  // where their old parts were: replaying the log takes the newest location.
+  // A crash between the record and the holes leaves the old parts allocated
+  // and unnamed. `stats` counts the old parts given back.
+  Status Replace(const std::vector<ChunkWrite>& writes, const std::string& meta, FreeStats* stats);
   // Reads the asked parts of every request in parallel, verifying checksums.
   // REQUIRES: buffers of the right size; any alignment.
   Status Read(std::vector<ChunkRead>* reads);
   bool Has(uint64_t chunk_id, int layer) const;
+  // Which of `chunk_ids` had a part fail its checksum (or lie past the end of
+  // chunks.dat) on a read since it was last stored or forgotten here.
+  std::vector<uint64_t> Damaged(const std::vector<uint64_t>& chunk_ids) const;
+  void ForgetDamaged(const std::vector<uint64_t>& chunk_ids);
   // Reads every part of every chunk and checks it; the first problem is the error.
   Status Verify(uint64_t* chunks_checked);
   // Reads every part of every chunk and checks it, listing each (chunk,
@@ -146,6 +157,10 @@ class ChunkStore {
   // Rebuilds index_ from the log (cutting a torn tail) and places data_end_.
   Status ReplayLog(std::vector<std::string>* committed);
   Status ReadOne(ChunkRead* r);
+  // Commit's and Replace's body: writes the parts past the end, syncs, logs
+  // `meta` and indexes them, appending the extents they displace.
+  Status CommitLocked(const std::vector<ChunkWrite>& writes, const std::string& meta, bool replace,
+                      std::vector<std::pair<uint64_t, uint64_t>>* displaced);
   // The whole log file.
   StatusOr<std::string> ReadLog() const;
   // Appends one framed record to the log and syncs it; on failure the log is as it was.
@@ -166,6 +181,7 @@ class ChunkStore {
   uint64_t data_end_ = 0;
   mutable std::mutex mu_;  // guards index_, data_end_, commits, log_
   std::map<std::pair<uint64_t, int>, ChunkLocation> index_;
+  std::set<uint64_t> damaged_;  // GUARDED_BY(mu_): chunk ids a read found damaged
   std::unique_ptr<ThreadPool> io_;
   StoreCounters counters_;
 };
