@@ -273,7 +273,7 @@ std::array<at::Tensor, 3> PrefixStore::HostChunks(const DenseKvCache& kv, int l,
   return {k, v, p};
 }
 
-StatusOr<int64_t> PrefixStore::Heal(const std::vector<int32_t>& tokens, const DenseKvCache& kv) {
+StatusOr<HealStats> PrefixStore::Heal(const std::vector<int32_t>& tokens, const DenseKvCache& kv) {
   const int64_t c = geo_.chunk_tokens;
   std::lock_guard<std::mutex> commit(commit_mu_);  // the tree's shape holds still: it changes only under it
   RadixTree::Match match;
@@ -299,6 +299,8 @@ StatusOr<int64_t> PrefixStore::Heal(const std::vector<int32_t>& tokens, const De
     }
     if (failed) drop.push_back(node);
   }
+  HealStats stats;
+  stats.copies_dropped = static_cast<int64_t>(drop.size());
   if (!drop.empty()) {
     std::lock_guard<OwnedMutex> lock(index_.mu());
     for (RadixTree::Node* node : drop) index_.tree().SetReordered(node, nullptr);
@@ -313,7 +315,7 @@ StatusOr<int64_t> PrefixStore::Heal(const std::vector<int32_t>& tokens, const De
   for (ChunkBackend* b : all)
     for (uint64_t id : b->Lost(held))
       if (b == home_.get() || !disk_->Has(id, 0)) lost.insert(id);
-  if (lost.empty()) return int64_t{0};
+  if (lost.empty()) return stats;
   std::vector<int64_t> at;  // positions in the prefix of the chunks to write
   for (size_t i = 0; i < held.size(); ++i)
     if (lost.count(held[i])) at.push_back(static_cast<int64_t>(i));
@@ -327,7 +329,9 @@ StatusOr<int64_t> PrefixStore::Heal(const std::vector<int32_t>& tokens, const De
   RETURN_IF_ERROR(disk_->Replace(w.writes, FillRecord(), &freed));
   const std::vector<uint64_t> ids(lost.begin(), lost.end());
   for (ChunkBackend* b : all) b->ForgetLost(ids);
-  return static_cast<int64_t>(ids.size());
+  stats.chunks_written = static_cast<int64_t>(ids.size());
+  stats.bytes_freed = freed.bytes;
+  return stats;
 }
 
 void PrefixStore::AddWrite(uint64_t id, int l, int64_t index, const at::Tensor& k, const at::Tensor& v,

@@ -77,6 +77,13 @@ struct ReorderFootprint {
   int64_t chunk_bytes = 0;  // KV bytes of every original chunk, for scale
 };
 
+// What one Heal wrote back and dropped.
+struct HealStats {
+  int64_t chunks_written = 0;   // chunks (all their layers) written to the local disk
+  int64_t copies_dropped = 0;   // reordered copies dropped for a failed read
+  uint64_t bytes_freed = 0;     // damaged local parts given back
+};
+
 class PrefixStore {
  public:
   // Opens or creates the store in opt.dir, rebuilds the index from its log
@@ -122,9 +129,9 @@ class PrefixStore {
   // failed and whose KV `kv` holds (from position 0; ComputeStoredKv's) to the
   // local disk, replacing a damaged local copy (whose space is given back),
   // and drops the reordered copies on the path that failed a read. Later
-  // requests read the healed chunks. Returns how many chunks were written.
+  // requests read the healed chunks.
   // Errors: the disk's write.
-  StatusOr<int64_t> Heal(const std::vector<int32_t>& tokens, const DenseKvCache& kv);
+  StatusOr<HealStats> Heal(const std::vector<int32_t>& tokens, const DenseKvCache& kv);
 
   // Serves a layer's chunks: the caches, then the backends.
   ChunkReader& reader() { return *reader_; }

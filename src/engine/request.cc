@@ -200,35 +200,38 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     *kv_out = std::move(kv);
     return last;
   }
-  // A damaged or missing chunk costs time, never an answer: it is recomputed
-  // as the store computes it (ComputeStoredKv), written back (Heal), and the
-  // request is served again from the healed store, so it gets the answer a
-  // clean store gives. Should the second attempt fail too (the write-back
-  // failed, new damage), the request recomputes its whole context.
-  for (int attempt = 0;; ++attempt) {
+  // A damaged or missing chunk costs time, never an answer: the matched
+  // prefix is recomputed as the store computes it (ComputeStoredKv, once),
+  // what failed is written back (Heal), and the request is served again from
+  // the store, so it gets the answer a clean store gives. A layer's read stops
+  // at its layer, so damage in several layers takes several attempts; one
+  // that heals nothing (the write-back failed) ends them, and so does a
+  // disk that damages what was just written (more attempts than a read has
+  // steps), and the request recomputes its whole context.
+  std::unique_ptr<DenseKvCache> stored_kv;
+  for (int attempt = 1;; ++attempt) {
     Status load_error = ServeFromStore(system, model, store, lease, context, kv_out, trace, opt, &last);
     const std::vector<int32_t> matched(prefix.begin(), prefix.begin() + lease.tokens());
     store->Release(lease);
     if (load_error.ok()) break;
     // Any other failure (the disk refusing a read) is the request's.
     if (!load_error.IsCorruption() && !load_error.IsNotFound()) return load_error;
-    // The attempt's counts are dropped; what it met is kept.
+    // A failed attempt's counts are dropped; what it met is kept.
     const int64_t healed = trace->healed_chunks;
+    const std::string first_error = trace->error.empty() ? load_error.message() : trace->error;
     *trace = RequestTrace();
     trace->recomputed_after_error = true;
-    trace->error = load_error.message();
+    trace->error = first_error;
     trace->healed_chunks = healed;
-    Status heal_error = load_error;
-    if (attempt == 0) {
-      std::unique_ptr<DenseKvCache> kv = ComputeStoredKv(model, matched, c);
-      StatusOr<int64_t> h = store->Heal(matched, *kv);
-      if (h.ok()) trace->healed_chunks += *h;
-      heal_error = h.status();
-    }
-    if (attempt > 0 || !heal_error.ok()) {
-      if (!heal_error.ok()) trace->error += "; writing it back: " + heal_error.message();
+    if (!stored_kv || stored_kv->size() < static_cast<int64_t>(matched.size()))
+      stored_kv = ComputeStoredKv(model, matched, c);
+    StatusOr<HealStats> h = store->Heal(matched, *stored_kv);
+    if (h.ok()) trace->healed_chunks += h->chunks_written;
+    if (!h.ok() || h->chunks_written + h->copies_dropped == 0 || attempt > 2 * layers + 2) {
+      trace->error += !h.ok() ? "; writing it back: " + h.status().message()
+                              : attempt > 2 * layers + 2 ? "; damaged again after writing it back"
+                                                         : "; nothing to write back";
       last = recompute();
-      trace->reused_tokens = 0;
       trace->computed_tokens = n;
       trace->ttft_ms = Ms(start, Clock::now());
       return last;
