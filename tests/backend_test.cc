@@ -7,9 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <thread>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "engine/chunk_backend.h"
 #include "engine/prefix_store.h"
@@ -97,7 +102,10 @@ class MemoryBackend final : public ChunkBackend {
     std::lock_guard<std::mutex> lock(m_->mu);
     for (const ChunkRead& r : reads) {
       auto name = names_.find(r.chunk_id);
-      if (name == names_.end()) return Status::NotFound("memory: chunk " + std::to_string(r.chunk_id));
+      if (name == names_.end() || !m_->chunks.count(name->second)) {
+        lost_.insert(r.chunk_id);
+        return Status::NotFound("memory: chunk " + std::to_string(r.chunk_id));
+      }
       const auto& parts = m_->chunks.at(name->second)[r.layer];
       void* dst[3] = {r.keys, r.values, r.probe};
       for (int p = 0; p < 3; ++p)
@@ -146,11 +154,27 @@ class MemoryBackend final : public ChunkBackend {
     return found;
   }
 
- private:
   std::shared_ptr<MemoryChunks> m_;
   ChunkGeometry g_;
   LockWatch* w_;
+  void Known(const ChunkPut& chunks) override { w_->Check(); }
+  std::vector<uint64_t> Lost(const std::vector<uint64_t>& ids) const override {
+    w_->Check();
+    std::lock_guard<std::mutex> lock(m_->mu);
+    std::vector<uint64_t> out;
+    for (uint64_t id : ids)
+      if (lost_.count(id)) out.push_back(id);
+    return out;
+  }
+  void ForgetLost(const std::vector<uint64_t>& ids) override {
+    w_->Check();
+    std::lock_guard<std::mutex> lock(m_->mu);
+    for (uint64_t id : ids) lost_.erase(id);
+  }
+
+ private:
   std::map<uint64_t, std::vector<int32_t>> names_;  // GUARDED_BY(m_->mu)
+  std::set<uint64_t> lost_;                          // GUARDED_BY(m_->mu)
 };
 
 class BackendTest : public testing::ModelStoreTest {
@@ -170,6 +194,7 @@ TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndex
   auto shared = std::make_shared<MemoryChunks>();
   auto open = [&](const std::string& dir) {
     PrefixStoreOptions o = Options(dir);
+    o.tiers.levels = GpuCpuLevels(0, 0);  // every read goes to the backends
     o.env = &env;
     o.backends.push_back([&](const BackendContext& ctx) -> StatusOr<std::unique_ptr<ChunkBackend>> {
       return std::unique_ptr<ChunkBackend>(new MemoryBackend(shared, ctx.geometry, &watch));
@@ -200,8 +225,111 @@ TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndex
   EXPECT_EQ(got_trace.load.disk_chunks, 0);
   EXPECT_EQ(b->disk().chunk_count(), 0u);  // adopted by a record, the data left below
   EXPECT_TRUE(got.allclose(want, 1e-5, 1e-5)) << (got - want).abs().max().item<float>();
+  // A chunk gone from below: the request recomputes it, keeps it on its disk
+  // (asking the backend what it lost, without the index mutex) and answers
+  // as before, bit for bit; the next request reads it locally.
+  {
+    std::lock_guard<std::mutex> lock(shared->mu);
+    shared->chunks.erase(std::vector<int32_t>(prefix.begin(), prefix.begin() + 2 * 16));
+  }
+  RequestTrace healed_trace, after_trace;
+  const at::Tensor healed = Run("impress-itf", b.get(), ctx, 96, &healed_trace);
+  EXPECT_TRUE(healed_trace.recomputed_after_error);
+  EXPECT_EQ(healed_trace.healed_chunks, 1);
+  EXPECT_TRUE(at::equal(healed, got));
+  const at::Tensor after = Run("impress-itf", b.get(), ctx, 96, &after_trace);
+  EXPECT_FALSE(after_trace.recomputed_after_error) << after_trace.error;
+  EXPECT_GT(after_trace.load.disk_chunks, 0);
+  EXPECT_TRUE(at::equal(after, got));
   EXPECT_GT(watch.io.load(), 10);
   EXPECT_EQ(watch.under_lock.load(), 0) << "fsyncs or backend calls with the index mutex held";
+}
+
+// A backend below whose lookups (Discover) wait, while held, until released:
+// a cluster node that stalls. It holds nothing.
+class StalledLookups final : public ChunkBackend {
+ public:
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool held = false;
+    int waiting = 0;
+  };
+  explicit StalledLookups(Gate* g) : g_(g) {}
+  Tier tier() const override { return Tier::kRemote; }
+  bool Holds(uint64_t, int) const override { return false; }
+  Status Read(std::vector<ChunkRead>*) override { return Status::NotFound("stalled: holds nothing"); }
+  void Put(ChunkPut, std::function<void(const Status&)> done) override {
+    if (done) done(Status::OK());
+  }
+  void Known(const ChunkPut&) override {}
+  StatusOr<int64_t> Discover(const std::vector<int32_t>&, int64_t, uint64_t,
+                             const std::function<StatusOr<std::vector<uint64_t>>(int64_t)>&) override {
+    std::unique_lock<std::mutex> l(g_->mu);
+    g_->waiting++;
+    g_->cv.notify_all();
+    g_->cv.wait(l, [&] { return !g_->held; });
+    g_->waiting--;
+    return int64_t{0};
+  }
+  std::vector<uint64_t> Lost(const std::vector<uint64_t>&) const override { return {}; }
+  void ForgetLost(const std::vector<uint64_t>&) override {}
+
+ private:
+  Gate* g_;
+};
+
+// One request's lookup below stalls (held by the backend); meanwhile a
+// request on a prefix stored locally finishes with its usual answer: no lock
+// a request takes is held across another's network lookup. Ordered by the
+// backend, not by a clock.
+TEST_P(BackendTest, LocalRequestsDoNotWaitOnAnotherRequestsLookup) {
+  StalledLookups::Gate gate;
+  TempDir dir;
+  PrefixStoreOptions o = Options(dir.path());
+  o.backends.push_back([&](const BackendContext&) -> StatusOr<std::unique_ptr<ChunkBackend>> {
+    return std::unique_ptr<ChunkBackend>(new StalledLookups(&gate));
+  });
+  auto store = PrefixStore::Open(*model_, o);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  const std::vector<int32_t> prefix = Tokens(64, 3);
+  std::vector<int32_t> ctx = prefix;
+  for (int32_t t : Tokens(7, 40)) ctx.push_back(t);
+  RequestTrace first, clean;
+  Run("as", store->get(), prefix, 64, &first);
+  const at::Tensor want = Run("impress-itf", store->get(), ctx, 64, &clean);
+  {
+    std::lock_guard<std::mutex> l(gate.mu);
+    gate.held = true;
+  }
+  std::thread other([&] {
+    RequestTrace t;
+    std::vector<int32_t> elsewhere = Tokens(64, 21);
+    elsewhere.push_back(5);
+    Run("as", store->get(), elsewhere, 64, &t);
+  });
+  bool stalled;
+  {
+    std::unique_lock<std::mutex> l(gate.mu);
+    stalled = gate.cv.wait_for(l, std::chrono::seconds(120), [&] { return gate.waiting > 0; });
+  }
+  std::future<at::Tensor> local = std::async(std::launch::async, [&] {
+    RequestTrace t;
+    const at::Tensor r = Run("impress-itf", store->get(), ctx, 64, &t);
+    return t.reused_tokens == 64 ? r : at::Tensor();
+  });
+  const bool finished = local.wait_for(std::chrono::seconds(120)) == std::future_status::ready;
+  {
+    std::lock_guard<std::mutex> l(gate.mu);
+    gate.held = false;
+    gate.cv.notify_all();
+  }
+  other.join();
+  ASSERT_TRUE(stalled) << "the other request never reached its lookup";
+  ASSERT_TRUE(finished) << "a local request waited on another request's lookup";
+  const at::Tensor got = local.get();
+  ASSERT_TRUE(got.defined());
+  EXPECT_TRUE(at::equal(got, want));
 }
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, BackendTest, ::testing::Values("tiny-llama-gqa", "tiny-opt-preln"),

@@ -8,6 +8,9 @@
 #include <thread>
 
 #include "cache/radix_tree.h"
+#include "engine/store_log.h"
+#include "store/chunk_store.h"
+#include "test_util.h"
 #include "cache/tiered_cache.h"
 #include "policy/score.h"
 #include "policy/policy.h"
@@ -34,19 +37,41 @@ TEST(RadixTree, MatchInsertSplitAtChunkBoundaries) {
   EXPECT_EQ(t.chunk_count(), 5u);
 }
 
+// A tree rebuilt from the log its inserts wrote (the records the prefix
+// store commits, read back from a reopened chunk store) names every prefix
+// with the same chunk ids as the tree that made them, splits included.
 TEST(RadixTree, ReplayGivesSameIds) {
   std::mt19937 rng(5);
+  testing::TempDir dir;
+  StoreOptions so;
+  so.geometry = ChunkGeometry{4, 1, 1, 8, 1, 2};
+  so.fingerprint = "replay-test";
+  RadixTree a(4);
   std::vector<std::vector<int32_t>> inserts;
-  for (int i = 0; i < 50; ++i) {
-    std::vector<int32_t> s(4 * (1 + rng() % 6));
-    for (auto& x : s) x = static_cast<int32_t>(rng() % 3);
-    inserts.push_back(s);
+  {
+    auto store = ChunkStore::Open(dir.path(), so, nullptr);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    for (int i = 0; i < 50; ++i) {
+      std::vector<int32_t> s(4 * (1 + rng() % 6));
+      for (auto& x : s) x = static_cast<int32_t>(rng() % 3);
+      inserts.push_back(s);
+      const size_t matched = a.MatchPrefix(s).chunks.size();
+      if (s.size() / 4 <= matched) continue;
+      const uint64_t first = a.ReserveChunkIds(s.size() / 4 - matched);
+      a.Insert(s, first);
+      ASSERT_TRUE((*store)->Commit({}, InsertRecord(s, first)).ok());
+    }
   }
-  RadixTree a(4), b(4);
-  for (const auto& s : inserts) a.Insert(s);
-  for (const auto& s : inserts) b.Insert(s);
-  for (const auto& s : inserts) EXPECT_EQ(a.MatchPrefix(s).chunks, b.MatchPrefix(s).chunks);
-  for (const auto& s : inserts) EXPECT_EQ(a.MatchPrefix(s).tokens(), static_cast<int64_t>(s.size()));
+  std::vector<std::string> committed;
+  auto store = ChunkStore::Open(dir.path(), so, &committed);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  RadixTree b(4);
+  for (const std::string& meta : committed) ASSERT_TRUE(ReplayRecord(meta, 1, &b).ok()) << meta;
+  for (const auto& s : inserts) {
+    EXPECT_EQ(a.MatchPrefix(s).chunks, b.MatchPrefix(s).chunks);
+    EXPECT_EQ(b.MatchPrefix(s).tokens(), static_cast<int64_t>(s.size()));
+  }
+  EXPECT_EQ(a.Nodes().size(), b.Nodes().size());
 }
 
 TEST(Policy, LruAndLfuOrder) {
@@ -102,8 +127,21 @@ TEST(TieredCache, InvariantsUnderRandomStream) {
       c.Observe({{key, (key % 7) / 6.0}});
       ASSERT_LE(c.used(Tier::kGpu), opt.levels[0].capacity);
       ASSERT_LE(c.used(Tier::kCpu), opt.levels[1].capacity);
-      if (i % 97 == 0)
-        for (uint64_t k = 0; k < 200; ++k) ASSERT_FALSE(c.Contains(k, Tier::kGpu) && c.Contains(k, Tier::kCpu));
+      if (i % 97 == 0) {
+        // Capacity from what is resident, each chunk's bytes from its size
+        // (keys and values of `tokens` x 2 x 4 halves), not from the cache's counter.
+        int64_t resident[2] = {0, 0};
+        for (uint64_t k = 0; k < 200; ++k) {
+          ASSERT_FALSE(c.Contains(k, Tier::kGpu) && c.Contains(k, Tier::kCpu));
+          const int64_t bytes = 2 * (8 + static_cast<int64_t>(k % 5) * 8) * 2 * 4 * 2;
+          if (c.Contains(k, Tier::kGpu)) resident[0] += bytes;
+          if (c.Contains(k, Tier::kCpu)) resident[1] += bytes;
+        }
+        ASSERT_LE(resident[0], opt.levels[0].capacity) << policy << " step " << i;
+        ASSERT_LE(resident[1], opt.levels[1].capacity) << policy << " step " << i;
+        ASSERT_EQ(resident[0], c.used(Tier::kGpu)) << policy << " step " << i;
+        ASSERT_EQ(resident[1], c.used(Tier::kCpu)) << policy << " step " << i;
+      }
     }
     auto counters = c.counters();
     EXPECT_GT(counters.hits[0], 0);

@@ -110,6 +110,74 @@ TEST(JsonGet, IntegersOnlyAndInRange) {
   EXPECT_THROW(GetIntegers<uint64_t>(json::parse("{}")), std::invalid_argument);
 }
 
+// Healing a damaged chunk: a read that fails its checksum marks the chunk
+// damaged; Replace writes new parts for it, gives the old ones back and
+// clears the mark, and a reopened store reads the new parts.
+TEST(ChunkStore, ReplaceHealsADamagedChunk) {
+  TempDir dir;
+  std::vector<std::string> metas;
+  const ChunkGeometry g = Options().geometry;
+  {
+    auto s = ChunkStore::Open(dir.path(), Options(), &metas);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_TRUE(CommitChunks(**s, 0, 2).ok());
+  }
+  // Flip a byte of chunk 1 layer 2's keys, where the log says they are.
+  std::string log;
+  {
+    std::ifstream in(dir.path() + "/log", std::ios::binary);
+    log.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const nlohmann::json rec = nlohmann::json::parse(log.substr(12));
+  uint64_t off = 0;
+  for (const auto& c : rec["chunks"])
+    if (c["id"] == 1 && c["layer"] == 2) off = c["off"];
+  {
+    std::fstream f(dir.path() + "/chunks.dat", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(off + 5));
+    char b = 0;
+    f.read(&b, 1);
+    b ^= 0x5a;
+    f.seekp(static_cast<std::streamoff>(off + 5));
+    f.write(&b, 1);
+  }
+  auto s = ChunkStore::Open(dir.path(), Options(), &metas);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE((*s)->Damaged({0, 1}).empty());  // nothing read yet
+  std::vector<uint8_t> k(g.KeyBytes());
+  EXPECT_TRUE(ReadList(**s, {{1, 2, kKeys, k.data(), nullptr, nullptr}}).IsCorruption());
+  EXPECT_TRUE(ReadList(**s, {{0, 2, kKeys, k.data(), nullptr, nullptr}}).ok());
+  EXPECT_EQ((*s)->Damaged({0, 1}), std::vector<uint64_t>{1});
+  const uint64_t end = (*s)->data_bytes();
+  // Every layer of chunk 1 again, with the content it was committed with.
+  std::vector<std::vector<uint8_t>> keep;
+  std::vector<ChunkWrite> w;
+  for (int l = 0; l < g.layers; ++l) {
+    keep.push_back(Content(1, l, 0, g.KeyBytes()));
+    keep.push_back(Content(1, l, 1, g.KeyBytes()));
+    keep.push_back(Content(1, l, 2, g.ProbeBytes()));
+    w.push_back({1, l, keep[keep.size() - 3].data(), keep[keep.size() - 2].data(), keep.back().data()});
+  }
+  FreeStats freed;
+  ASSERT_TRUE((*s)->Replace(w, "healed", &freed).ok());
+  EXPECT_EQ(freed.chunk_layers, static_cast<uint64_t>(g.layers));
+  EXPECT_EQ(freed.bytes, static_cast<uint64_t>(g.layers) * g.RecordBytes(g.codec));
+  EXPECT_GT((*s)->data_bytes(), end);  // written past the end, never over the old parts
+  EXPECT_TRUE((*s)->Damaged({0, 1}).empty());
+  EXPECT_EQ((*s)->chunk_count(), static_cast<size_t>(2 * g.layers));
+  for (int l = 0; l < g.layers; ++l) ExpectChunk(**s, 1, l);
+  s->reset();
+  metas.clear();
+  auto again = ChunkStore::Open(dir.path(), Options(), &metas);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(metas, (std::vector<std::string>{"record 0", "healed"}));
+  uint64_t checked = 0;
+  EXPECT_TRUE((*again)->Verify(&checked).ok());
+  EXPECT_EQ(checked, static_cast<uint64_t>(2 * g.layers));
+  for (uint64_t id : {0, 1})
+    for (int l = 0; l < g.layers; ++l) ExpectChunk(**again, id, l);
+}
+
 TEST(ChunkStore, RoundTripAndReopen) {
   TempDir dir;
   std::vector<std::string> metas;

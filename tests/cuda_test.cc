@@ -39,7 +39,7 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
     const std::string other = OtherDevice();
     if (other.empty()) GTEST_SKIP() << "no CUDA device here: the CUDA data path runs on a GPU (scripts/gpu_check.sh)";
     auto manifest = testing::FixtureManifest();
-    if (!manifest["models"].contains(GetParam())) GTEST_SKIP() << GetParam() << " not made here";
+    if (!manifest["models"].contains(GetParam())) IMPRESS_MISSING_FIXTURE("fixture model " << GetParam());
     for (const std::string device : {std::string("cpu"), other}) {
       auto m = LoadModel(manifest["models"][GetParam()], LoadOptions{device, "float32"});
       ASSERT_TRUE(m.ok()) << m.status().message();

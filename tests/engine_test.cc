@@ -7,6 +7,9 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -24,10 +27,12 @@ System Named(const char* name, double retention = 1.0) { return *ParseSystem(nam
 
 class ReuseTest : public testing::ModelStoreTest {
  protected:
-  // Stores a 32-token prefix with `as`, damages the store's files with
-  // `damage` (given its folder), reopens it with cold caches and runs the
-  // context again: the request recomputes (counted, its error naming
-  // `why`), never fails, and answers as a recomputation does.
+  // Stores a 32-token prefix with `as` and runs the context on the clean
+  // store, damages the store's files with `damage` (given its folder),
+  // reopens it with cold caches and runs the context again: the request
+  // recomputes (counted, its error naming `why`), never fails, writes the
+  // damaged chunks back, and answers as the clean store did, bit for bit;
+  // the next request reads the healed store and recomputes nothing.
   void ExpectRecomputedAfter(const std::function<void(const TempDir&)>& damage, const std::string& why,
                              KvCodec codec = KvCodec::kNone) {
     TempDir dir;
@@ -35,21 +40,36 @@ class ReuseTest : public testing::ModelStoreTest {
     std::unique_ptr<RewindableKv> kv;
     PrefixStoreOptions o = Options(dir.path());
     o.kv_codec = codec;
+    o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
+    at::Tensor want;
     {
       auto store = PrefixStore::Open(*model_, o);
-      RequestTrace first;
+      RequestTrace first, clean;
       ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &first).ok());
+      ASSERT_EQ(first.stored_chunks, 2);
+      auto w = RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &clean);
+      ASSERT_TRUE(w.ok()) << w.status().message();
+      ASSERT_EQ(clean.reused_tokens, 32);
+      want = *w;
     }
     damage(dir);
     auto store = PrefixStore::Open(*model_, o);
     ASSERT_TRUE(store.ok()) << store.status().message();
-    RequestTrace rt, at;
-    auto want = RunRequest(Named("recomp"), *model_, nullptr, ctx, 32, &kv, &rt);
+    RequestTrace at, after;
     auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &at);
     ASSERT_TRUE(got.ok()) << got.status().message();
     EXPECT_TRUE(at.recomputed_after_error);
     EXPECT_NE(at.error.find(why), std::string::npos) << at.error;
-    EXPECT_LE((*got - *want).abs().max().item<double>(), 1e-4);
+    EXPECT_GE(at.healed_chunks, 1);
+    EXPECT_EQ(at.reused_tokens, 32);  // served from the healed store
+    EXPECT_TRUE(at::equal(*got, want));
+    auto again = RunRequest(Named("as"), *model_, store->get(), ctx, 32, &kv, &after);
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    EXPECT_FALSE(after.recomputed_after_error) << after.error;
+    EXPECT_EQ(after.healed_chunks, 0);
+    EXPECT_TRUE(at::equal(*again, want));
+    uint64_t checked = 0;
+    EXPECT_TRUE((*store)->disk().Verify(&checked).ok());
   }
   // What a codec store serves `ctx` with its first 64 tokens (4 chunks of
   // 16) stored: the context's KV computed whole, those positions put
@@ -333,6 +353,30 @@ TEST_P(ReuseTest, SelectionTimeIsItsParts) {
     else EXPECT_GT(t.importance_ms, 0) << what;
     if (sys.policy == PolicyKind::kScore) EXPECT_GT(t.placement_ms, 0) << what;
     else EXPECT_EQ(t.placement_ms, 0) << what;
+  }
+}
+
+// Each part is measured on its own clock intervals: time spent after a
+// layer's importance step ends (here an observer that sleeps there) is
+// deciding's, never importance's.
+TEST_P(ReuseTest, TimeAfterTheImportanceStepIsDeciding) {
+  static constexpr int kSleepMs = 40;
+  struct Sleeper final : SelectionObserver {
+    void OnStepEnd(int, SelectStep step) override {
+      if (step == SelectStep::kImportance) std::this_thread::sleep_for(std::chrono::milliseconds(kSleepMs));
+    }
+  } sleeper;
+  const ItfVariants itf = Itf();
+  const double slept = static_cast<double>(model_->config().num_layers) * kSleepMs;
+  for (const System& sys : {Named("h2o-lfu", 0.1), itf.always}) {
+    RequestTrace t;
+    store_policy_ = sys.policy;
+    RequestOptions ro;
+    ro.observer = &sleeper;
+    OnStoredPrefix(sys, &t, ro);
+    EXPECT_GE(t.decision_ms, slept) << sys.name;
+    EXPECT_LT(t.importance_ms, slept) << sys.name;  // the importance of 160 tokens, far under a sleep per layer
+    EXPECT_NEAR(t.select_ms, t.importance_ms + t.decision_ms + t.gather_ms, 1e-6) << sys.name;
   }
 }
 

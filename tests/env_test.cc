@@ -7,6 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
 
 #include "engine/request.h"
 #include "model_store_fixture.h"
@@ -82,7 +87,112 @@ class FailingReadsEnv final : public EnvWrapper {
   };
 };
 
+// Syncs of chunks.dat wait, while held, until released: a writer stuck in
+// its fsync for as long as the test likes, with no clock involved.
+class HeldSyncEnv final : public EnvWrapper {
+ public:
+  HeldSyncEnv() : EnvWrapper(Env::Default()) {}
+  void Hold() {
+    std::lock_guard<std::mutex> l(mu_);
+    held_ = true;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> l(mu_);
+    held_ = false;
+    cv_.notify_all();
+  }
+  // True once a sync is waiting (within `limit`).
+  bool WaitForAHeldSync(std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, limit, [&] { return waiting_ > 0; });
+  }
+  StatusOr<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<File> f, EnvWrapper::Open(path, mode));
+    if (path.size() < 11 || path.compare(path.size() - 11, 11, "/chunks.dat") != 0) return f;
+    return std::unique_ptr<File>(new Held(std::move(f), this));
+  }
+
+ private:
+  class Held final : public FileWrapper {
+   public:
+    Held(std::unique_ptr<File> f, HeldSyncEnv* env) : FileWrapper(std::move(f)), env_(env) {}
+    Status Sync() override {
+      {
+        std::unique_lock<std::mutex> l(env_->mu_);
+        env_->waiting_++;
+        env_->cv_.notify_all();
+        env_->cv_.wait(l, [&] { return !env_->held_; });
+        env_->waiting_--;
+      }
+      return FileWrapper::Sync();
+    }
+
+   private:
+    HeldSyncEnv* env_;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  int waiting_ = 0;
+};
+
 class EnvFaultTest : public testing::ModelStoreTest {};
+
+// A request that stores a new prefix waits in its fsync (held by the Env);
+// meanwhile requests on a stored prefix, each system's, finish: nothing a
+// read takes (the index, the chunk store's index, the caches) is held across
+// another request's disk write. Ordered by the Env, not by a clock.
+TEST_P(EnvFaultTest, ReadersDoNotWaitOnAnotherRequestsFsync) {
+  TempDir dir;
+  HeldSyncEnv env;
+  PrefixStoreOptions o = Options(dir.path());
+  o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
+  o.env = &env;
+  auto store = PrefixStore::Open(*model_, o);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  std::vector<int32_t> prefix = Tokens(48, 5), ctx = prefix;
+  for (int32_t t : Tokens(6, 9)) ctx.push_back(t);
+  std::unique_ptr<RewindableKv> kv;
+  RequestTrace warm;
+  ASSERT_TRUE(RunRequest(*ParseSystem("as"), *model_, store->get(), prefix, 48, &kv, &warm).ok());
+  std::vector<at::Tensor> before;
+  for (const char* name : {"as", "h2o-lru", "impress-itf"}) {
+    RequestTrace t;
+    auto r = RunRequest(*ParseSystem(name, 0.25), *model_, store->get(), ctx, 48, &kv, &t);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    before.push_back(*r);
+  }
+  env.Hold();
+  Status written;
+  std::thread writer([&] {
+    std::unique_ptr<RewindableKv> wkv;
+    RequestTrace t;
+    const std::vector<int32_t> other = Tokens(64, 11);
+    written = RunRequest(*ParseSystem("as"), *model_, store->get(), other, 64, &wkv, &t).status();
+  });
+  const bool held = env.WaitForAHeldSync(std::chrono::seconds(120));
+  std::future<std::vector<at::Tensor>> readers = std::async(std::launch::async, [&] {
+    std::vector<at::Tensor> out;
+    for (const char* name : {"as", "h2o-lru", "impress-itf"}) {
+      std::unique_ptr<RewindableKv> rkv;
+      RequestTrace t;
+      auto r = RunRequest(*ParseSystem(name, 0.25), *model_, store->get(), ctx, 48, &rkv, &t);
+      out.push_back(r.ok() && t.reused_tokens == 48 ? *r : at::Tensor());
+    }
+    return out;
+  });
+  const bool finished = readers.wait_for(std::chrono::seconds(120)) == std::future_status::ready;
+  env.Release();
+  writer.join();
+  ASSERT_TRUE(held) << "the writer never reached its fsync";
+  ASSERT_TRUE(finished) << "a reader waited on another request's fsync";
+  ASSERT_TRUE(written.ok()) << written.message();
+  const std::vector<at::Tensor> got = readers.get();
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].defined()) << i;
+    EXPECT_TRUE(at::equal(got[i], before[i])) << i;
+  }
+}
 
 TEST_P(EnvFaultTest, ReadErrorIsTheRequestsErrorNotARecomputation) {
   TempDir dir;

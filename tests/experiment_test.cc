@@ -75,7 +75,7 @@ TEST(HeadAnalysis, PairwiseJaccardMatchesSetJaccard) {
 
 TEST(HeadAnalysis, MeasuresARealForwardPass) {
   auto manifest = testing::FixtureManifest();
-  if (!manifest["models"].contains("tiny-llama-gqa")) GTEST_SKIP() << "tiny-llama-gqa not made here";
+  if (!manifest["models"].contains("tiny-llama-gqa")) IMPRESS_MISSING_FIXTURE("fixture model tiny-llama-gqa");
   const std::string dir = manifest["models"]["tiny-llama-gqa"];
   auto model = LoadModel(dir, LoadOptions{"cpu", "float32"});
   ASSERT_TRUE(model.ok()) << model.status().message();

@@ -16,7 +16,7 @@ class ModelStoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto manifest = FixtureManifest();
-    if (!manifest["models"].contains(GetParam())) GTEST_SKIP() << GetParam() << " not made here";
+    if (!manifest["models"].contains(GetParam())) IMPRESS_MISSING_FIXTURE("fixture model " << GetParam());
     auto m = LoadModel(manifest["models"][GetParam()], LoadOptions{TestDevice(), "float32"});
     ASSERT_TRUE(m.ok()) << m.status().message();
     model_ = std::move(*m);

@@ -30,7 +30,7 @@ class ModelVsTransformers : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     auto manifest = testing::FixtureManifest();
-    if (!manifest["models"].contains(GetParam())) GTEST_SKIP() << "fixture model " << GetParam() << " not made here";
+    if (!manifest["models"].contains(GetParam())) IMPRESS_MISSING_FIXTURE("fixture model " << GetParam());
     dir_ = manifest["models"][GetParam()];
     auto m = LoadModel(dir_, LoadOptions{testing::TestDevice(), "float32"});
     ASSERT_TRUE(m.ok()) << m.status().message();

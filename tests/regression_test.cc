@@ -18,7 +18,7 @@ class RegressionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string dir = IMPRESS_DEFAULT_MODEL;
-    if (!std::filesystem::exists(dir + "/config.json")) GTEST_SKIP() << dir << " missing: run 'make model'";
+    if (!std::filesystem::exists(dir + "/config.json")) IMPRESS_MISSING_FIXTURE(dir);
     std::ifstream in(IMPRESS_EXPECTED_ACCURACY);
     ASSERT_TRUE(in) << IMPRESS_EXPECTED_ACCURACY;
     spec_ = nlohmann::ordered_json::parse(in);

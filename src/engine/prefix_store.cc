@@ -238,6 +238,7 @@ StatusOr<int64_t> PrefixStore::Discover(const std::vector<int32_t>& tokens) {
       matched = static_cast<int64_t>(m.chunks.size());
       if (matched > 0) parent = m.chunks.back();
     }
+    if (matched >= static_cast<int64_t>(tokens.size()) / c) return int64_t{0};  // nothing past the local match
     // The backend is asked with no lock held: requests and commits go on.
     // Adopting takes the commit lock, which keeps the tree's logged shape as
     // it was, and adopts nothing if a commit changed the match meanwhile.

@@ -21,20 +21,25 @@ class RequestObserver final : public SelectionObserver {
   RequestObserver(PrefixStore& store, const PrefixLease& lease, bool record, RequestTrace* trace,
                   SelectionObserver* also)
       : store_(store), lease_(lease), record_(record), trace_(trace), also_(also) {}
-  // Starts a layer's selection: the time to its first step's end is that step's.
-  void Mark() {
-    mark_ = Clock::now();
+  // Starts a layer's selection at `now`: the time to its first step's end is that step's.
+  void Mark(Clock::time_point now) {
+    mark_ = now;
     accounted_ = Accounted();
   }
-  // Time since the last mark, less the reads and gathers in it, is importance
-  // when an importance step ends (and the method's deciding otherwise).
+  // Time since the last mark, less the reads and gathers in it, is
+  // importance when an importance step ends, deciding when a decision step
+  // ends; a new mark follows.
+  void Account(SelectStep step, Clock::time_point now) {
+    (step == SelectStep::kImportance ? trace_->importance_ms : trace_->decision_ms) += Since(now);
+    Mark(now);
+  }
   void OnStepEnd(int l, SelectStep step) override {
-    const auto now = Clock::now();
-    if (step == SelectStep::kImportance)
-      trace_->importance_ms += Ms(mark_, now) - (Accounted() - accounted_);
-    Mark();
+    Account(step, Clock::now());
     if (also_ != nullptr) also_->OnStepEnd(l, step);
   }
+  // Ends a layer's selection at `now`: the time since the last step's end
+  // (top-k, the agreed set) is deciding.
+  void End(Clock::time_point now) { trace_->decision_ms += Since(now); }
   void OnReadBack(int l) override {
     trace_->layer_host_syncs.at(l)++;
     if (also_ != nullptr) also_->OnReadBack(l);
@@ -56,6 +61,8 @@ class RequestObserver final : public SelectionObserver {
   RequestTrace* trace_;
   // Time the trace counts elsewhere: reads, gathers, placement.
   double Accounted() const { return trace_->apart_from_selection_ms() + trace_->gather_ms; }
+  // Time since the mark, less what the trace counts elsewhere.
+  double Since(Clock::time_point now) const { return Ms(mark_, now) - (Accounted() - accounted_); }
   SelectionObserver* also_;
   Clock::time_point mark_;
   double accounted_ = 0;  // Accounted() at mark_
@@ -68,7 +75,8 @@ class RequestObserver final : public SelectionObserver {
 // sets, gathers) counts as selection; reading, and waiting for a read-ahead,
 // as I/O; the cache policy's placement on what was used is neither. The
 // parts are timed by the observer (importance), the source (gathers,
-// placement) and here (the rest: deciding). A failed read ends selection:
+// placement) and here (deciding: the source's preparation, the decision
+// steps and what follows the last step). A failed read ends selection:
 // the layer gets no prefix, and status() tells the caller, who recomputes.
 class StoreSelector {
  public:
@@ -82,21 +90,20 @@ class StoreSelector {
 
   SelectedPrefix operator()(const LayerQkv& qkv) {
     auto t0 = Clock::now();
-    const double apart_before = trace_->apart_from_selection_ms(), gather_before = trace_->gather_ms,
-                 importance_before = trace_->importance_ms;
+    const double apart_before = trace_->apart_from_selection_ms();
     SelectedPrefix s;
+    observer_.Mark(t0);  // the source's preparation (apart from its reads) is deciding's
     Status st = source_.Begin(qkv.layer);
     if (st.ok()) {
-      observer_.Mark();
+      observer_.Account(SelectStep::kDecision, Clock::now());
       StatusOr<SelectedPrefix> r = method_->Select(qkv, source_, &observer_);
       if (r.ok()) s = *std::move(r);
       else st = r.status();
     }
     if (!st.ok() && status_.ok()) status_ = st;
-    const double select = Ms(t0, Clock::now()) - (trace_->apart_from_selection_ms() - apart_before);
-    trace_->select_ms += select;
-    trace_->decision_ms +=
-        select - (trace_->gather_ms - gather_before) - (trace_->importance_ms - importance_before);
+    const auto end = Clock::now();
+    observer_.End(end);
+    trace_->select_ms += Ms(t0, end) - (trace_->apart_from_selection_ms() - apart_before);
     observer_.OnSelected(qkv.layer, s);
     if (status_.ok()) source_.Start(qkv.layer + 1);
     return s;

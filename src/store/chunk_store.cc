@@ -147,14 +147,14 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string
 ChunkStore::~ChunkStore() { io_.reset(); }  // reads finish before the files close
 
 Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::string& meta) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(write_mu_);
   return CommitLocked(writes, meta, /*replace=*/false, nullptr);
 }
 
 Status ChunkStore::Replace(const std::vector<ChunkWrite>& writes, const std::string& meta, FreeStats* stats) {
   std::vector<std::pair<uint64_t, uint64_t>> displaced;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(write_mu_);
     RETURN_IF_ERROR(CommitLocked(writes, meta, /*replace=*/true, &displaced));
   }
   if (stats != nullptr) {
@@ -172,8 +172,14 @@ Status ChunkStore::CommitLocked(const std::vector<ChunkWrite>& writes, const std
   std::vector<uint8_t> buf;
   std::vector<StoredChunk> added;
   uint64_t off = data_end_;
+  if (!replace) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& w : writes) IMPRESS_CHECK(!index_.count({w.chunk_id, w.layer}));
+  }
+  // The parts, their sync and the log record go to disk with only the
+  // writers' lock held: reads go on. Nothing indexes the new parts until the
+  // record is durable.
   for (const auto& w : writes) {
-    IMPRESS_CHECK(replace || !index_.count({w.chunk_id, w.layer}));
     ChunkLocation loc{off, {0, 0, 0}, w.codec.value_or(g.codec)};
     buf.assign(g.RecordBytes(loc.codec), 0);
     const void* src[3] = {w.keys, w.values, w.probe};
@@ -191,6 +197,7 @@ Status ChunkStore::CommitLocked(const std::vector<ChunkWrite>& writes, const std
   }
   RETURN_IF_ERROR(data_->Sync());
   RETURN_IF_ERROR(AppendLog(CommitPayload(meta, added, g.codec)));
+  std::lock_guard<std::mutex> lock(mu_);
   for (const StoredChunk& c : added) {
     auto [it, fresh] = index_.insert({{c.id, c.layer}, c.loc});
     if (!fresh) {
@@ -235,14 +242,18 @@ Status ChunkStore::PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents
 Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats) {
   std::vector<std::pair<uint64_t, uint64_t>> extents;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> writer(write_mu_);
     std::vector<uint64_t> stored;
-    for (uint64_t id : std::set<uint64_t>(chunk_ids.begin(), chunk_ids.end())) {
-      auto it = index_.lower_bound({id, 0});
-      if (it != index_.end() && it->first.first == id) stored.push_back(id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (uint64_t id : std::set<uint64_t>(chunk_ids.begin(), chunk_ids.end())) {
+        auto it = index_.lower_bound({id, 0});
+        if (it != index_.end() && it->first.first == id) stored.push_back(id);
+      }
     }
     if (stored.empty()) return Status::OK();
-    RETURN_IF_ERROR(AppendLog(FreePayload(stored)));
+    RETURN_IF_ERROR(AppendLog(FreePayload(stored)));  // the writers' lock keeps these ids stored meanwhile
+    std::lock_guard<std::mutex> lock(mu_);
     EraseLocked(stored, &extents);
   }
   // Outside the lock: nothing indexes these extents any more, and commits
@@ -262,7 +273,7 @@ StatusOr<std::string> ChunkStore::ReadLog() const {
 }
 
 Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> writer(write_mu_);
   const std::string log = dir_ + "/log", tmp = dir_ + "/log.tmp";
   ASSIGN_OR_RETURN(const std::string bytes, ReadLog());
   // A commit record stays if any of its chunks is still indexed. Free's records
@@ -273,6 +284,7 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
   RETURN_IF_ERROR(ReadLogEntries(bytes, opt_.geometry, &entries, &end).WithContext(log));
   std::vector<bool> keep(entries.size(), true);
   bool partial = false;
+  std::unique_lock<std::mutex> lock(mu_);  // the index, read; writers are held off by write_mu_
   for (size_t i = 0; i < entries.size(); ++i) {
     const LogEntry& e = entries[i];
     if (e.free || e.chunks.empty()) continue;
@@ -281,6 +293,7 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
     keep[i] = live > 0;
     partial = partial || (live > 0 && live < e.chunks.size());
   }
+  lock.unlock();
   std::string kept;
   for (size_t i = 0; i < entries.size(); ++i)
     if (entries[i].free ? partial : keep[i]) kept.append(bytes, entries[i].pos, entries[i].len);
@@ -296,6 +309,7 @@ Status ChunkStore::RewriteLog(uint64_t* bytes_before, uint64_t* bytes_after) {
     return w;  // the old log is untouched
   }
   (void)env_->SyncDir(dir_);  // the rename itself
+  std::lock_guard<std::mutex> swap(mu_);
   log_ = *std::move(fresh);
   if (bytes_before) *bytes_before = bytes.size();
   if (bytes_after) *bytes_after = kept.size();

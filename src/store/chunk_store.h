@@ -159,11 +159,13 @@ class ChunkStore {
   Status ReadOne(ChunkRead* r);
   // Commit's and Replace's body: writes the parts past the end, syncs, logs
   // `meta` and indexes them, appending the extents they displace.
+  // REQUIRES: write_mu_ held, mu_ not.
   Status CommitLocked(const std::vector<ChunkWrite>& writes, const std::string& meta, bool replace,
                       std::vector<std::pair<uint64_t, uint64_t>>* displaced);
   // The whole log file.
   StatusOr<std::string> ReadLog() const;
-  // Appends one framed record to the log and syncs it; on failure the log is as it was.
+  // Appends one framed record to the log and syncs it; on failure the log is
+  // as it was. REQUIRES: write_mu_ held (or the store not yet shared).
   Status AppendLog(const std::string& payload);
   // Removes every layer of `ids` from index_, appending their extents.
   // REQUIRES: mu_ held, or the store not yet shared (Open).
@@ -178,8 +180,12 @@ class ChunkStore {
   std::unique_ptr<File> data_;      // chunks.dat, for appends
   std::unique_ptr<File> direct_;    // chunks.dat, for direct reads
   std::unique_ptr<File> log_;
-  uint64_t data_end_ = 0;
-  mutable std::mutex mu_;  // guards index_, data_end_, commits, log_
+  std::atomic<uint64_t> data_end_{0};  // changed by writers only (write_mu_)
+  // Writers (Commit, Replace, Free, RewriteLog) one at a time, with their
+  // writes, syncs and log appends; taken before mu_. Reads never take it, so
+  // no read waits on a writer's disk.
+  std::mutex write_mu_;
+  mutable std::mutex mu_;  // guards index_, damaged_ and the log_ pointer; held only briefly, never across I/O
   std::map<std::pair<uint64_t, int>, ChunkLocation> index_;
   std::set<uint64_t> damaged_;  // GUARDED_BY(mu_): chunk ids a read found damaged
   std::unique_ptr<ThreadPool> io_;
