@@ -17,8 +17,9 @@ namespace impress {
 
 // An insert of `tokens` (whole chunks) whose first new chunk is `first_chunk`.
 std::string InsertRecord(const std::vector<int32_t>& tokens, uint64_t first_chunk);
-// The data of chunks the tree already names (adopted from the remote tier,
-// now kept locally): changes nothing in the tree.
+// The data of chunks the tree already names (adopted from the remote tier and
+// now kept locally, or damaged locally and written again: PrefixStore::Heal):
+// changes nothing in the tree.
 std::string FillRecord();
 // A reordered copy of the node at `path` (tokens from the root to the node's
 // end) whose own chunks are `source`: chunks first_chunk.. and per layer the
