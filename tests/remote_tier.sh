@@ -164,6 +164,26 @@ assert rc["bytes_read"]["disk"] > 0, "the kept chunk was not read from the local
 assert [x["loglik"] for x in ra["per_request"]] == [x["loglik"] for x in rc["per_request"]]
 print("remote_tier: the next run reads the kept chunk locally, recomputes nothing, answers bitwise identical")
 PY
+# The selective systems over the same damaged cluster, each from its own
+# empty local store: what each reads of the damaged chunk is recomputed and
+# kept; every answer is A's, bit for bit, and a second run recomputes nothing.
+for sys in h2o-lfu impress-itf; do
+  run "$tmp/c-$sys" "$tmp/c-$sys.json" --requests 8 --system "$sys" --remote "$url"
+  run "$tmp/c-$sys" "$tmp/c2-$sys.json" --requests 8 --system "$sys" --remote "$url"
+  check "$tmp/a.json" "$tmp/c-$sys.json" "$tmp/c2-$sys.json" "$sys" <<'PY'
+import json, sys
+a = {r["system"]: r for r in json.load(open(sys.argv[1]))["runs"]}
+name = sys.argv[4]
+ra = a[name]
+met, after = (json.load(open(p))["runs"][0] for p in sys.argv[2:4])
+ll = lambda r: [x["loglik"] for x in r["per_request"]]
+assert ll(met) == ll(ra) and ll(after) == ll(ra), name
+assert (met["recomputed_after_error"] > 0) == (met["healed_chunks"] > 0), (name, met["recomputed_after_error"])
+assert after["recomputed_after_error"] == 0, name
+print("remote_tier: %s over the damaged cluster: %d requests recomputed, %d chunks kept locally; both runs' "
+      "answers bitwise A's" % (name, met["recomputed_after_error"], met["healed_chunks"]))
+PY
+done
 if "$bin" store verify --store "$tmp/a" --remote "$url" >/dev/null 2>"$tmp/err"; then
   echo "remote_tier: verify --remote missed the damaged value"; exit 1
 fi
