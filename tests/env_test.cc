@@ -136,7 +136,27 @@ class HeldSyncEnv final : public EnvWrapper {
   int waiting_ = 0;
 };
 
-class EnvFaultTest : public testing::ModelStoreTest {};
+class EnvFaultTest : public testing::ModelStoreTest {
+ protected:
+  // A store in `dir` under `env` with no caches (every load reads the disk)
+  // holding a 48-token prefix; ctx_ is that prefix and 6 tokens more.
+  std::unique_ptr<PrefixStore> StoredPrefix(const TempDir& dir, Env* env) {
+    PrefixStoreOptions o = Options(dir.path());
+    o.tiers.levels = GpuCpuLevels(0, 0);
+    o.env = env;
+    auto store = PrefixStore::Open(*model_, o);
+    EXPECT_TRUE(store.ok()) << store.status().message();
+    if (!store.ok()) return nullptr;
+    const std::vector<int32_t> prefix = Tokens(48, 5);
+    ctx_ = prefix;
+    for (int32_t t : Tokens(6, 9)) ctx_.push_back(t);
+    std::unique_ptr<RewindableKv> kv;
+    RequestTrace warm;
+    EXPECT_TRUE(RunRequest(*ParseSystem("as"), *model_, store->get(), prefix, 48, &kv, &warm).ok());
+    return std::move(*store);
+  }
+  std::vector<int32_t> ctx_;
+};
 
 // A request that stores a new prefix waits in its fsync (held by the Env);
 // meanwhile requests on a stored prefix, each system's, finish: nothing a
@@ -145,20 +165,14 @@ class EnvFaultTest : public testing::ModelStoreTest {};
 TEST_P(EnvFaultTest, ReadersDoNotWaitOnAnotherRequestsFsync) {
   TempDir dir;
   HeldSyncEnv env;
-  PrefixStoreOptions o = Options(dir.path());
-  o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
-  o.env = &env;
-  auto store = PrefixStore::Open(*model_, o);
-  ASSERT_TRUE(store.ok()) << store.status().message();
-  std::vector<int32_t> prefix = Tokens(48, 5), ctx = prefix;
-  for (int32_t t : Tokens(6, 9)) ctx.push_back(t);
+  std::unique_ptr<PrefixStore> store = StoredPrefix(dir, &env);
+  ASSERT_NE(store, nullptr);
+  const std::vector<int32_t>& ctx = ctx_;
   std::unique_ptr<RewindableKv> kv;
-  RequestTrace warm;
-  ASSERT_TRUE(RunRequest(*ParseSystem("as"), *model_, store->get(), prefix, 48, &kv, &warm).ok());
   std::vector<at::Tensor> before;
   for (const char* name : {"as", "h2o-lru", "impress-itf"}) {
     RequestTrace t;
-    auto r = RunRequest(*ParseSystem(name, 0.25), *model_, store->get(), ctx, 48, &kv, &t);
+    auto r = RunRequest(*ParseSystem(name, 0.25), *model_, store.get(), ctx, 48, &kv, &t);
     ASSERT_TRUE(r.ok()) << r.status().message();
     before.push_back(*r);
   }
@@ -168,7 +182,7 @@ TEST_P(EnvFaultTest, ReadersDoNotWaitOnAnotherRequestsFsync) {
     std::unique_ptr<RewindableKv> wkv;
     RequestTrace t;
     const std::vector<int32_t> other = Tokens(64, 11);
-    written = RunRequest(*ParseSystem("as"), *model_, store->get(), other, 64, &wkv, &t).status();
+    written = RunRequest(*ParseSystem("as"), *model_, store.get(), other, 64, &wkv, &t).status();
   });
   const bool held = env.WaitForAHeldSync(std::chrono::seconds(120));
   std::future<std::vector<at::Tensor>> readers = std::async(std::launch::async, [&] {
@@ -176,7 +190,7 @@ TEST_P(EnvFaultTest, ReadersDoNotWaitOnAnotherRequestsFsync) {
     for (const char* name : {"as", "h2o-lru", "impress-itf"}) {
       std::unique_ptr<RewindableKv> rkv;
       RequestTrace t;
-      auto r = RunRequest(*ParseSystem(name, 0.25), *model_, store->get(), ctx, 48, &rkv, &t);
+      auto r = RunRequest(*ParseSystem(name, 0.25), *model_, store.get(), ctx, 48, &rkv, &t);
       out.push_back(r.ok() && t.reused_tokens == 48 ? *r : at::Tensor());
     }
     return out;
@@ -197,20 +211,14 @@ TEST_P(EnvFaultTest, ReadersDoNotWaitOnAnotherRequestsFsync) {
 TEST_P(EnvFaultTest, ReadErrorIsTheRequestsErrorNotARecomputation) {
   TempDir dir;
   FailingReadsEnv env;
-  PrefixStoreOptions o = Options(dir.path());
-  o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
-  o.env = &env;
-  auto store = PrefixStore::Open(*model_, o);
-  ASSERT_TRUE(store.ok()) << store.status().message();
-  std::vector<int32_t> prefix = Tokens(48, 5), ctx = prefix;
-  for (int32_t t : Tokens(6, 9)) ctx.push_back(t);
+  std::unique_ptr<PrefixStore> store = StoredPrefix(dir, &env);
+  ASSERT_NE(store, nullptr);
+  const std::vector<int32_t>& ctx = ctx_;
   std::unique_ptr<RewindableKv> kv;
-  RequestTrace warm;
-  ASSERT_TRUE(RunRequest(*ParseSystem("as"), *model_, store->get(), prefix, 48, &kv, &warm).ok());
   env.failing = true;
   for (const char* name : {"as", "h2o-lru", "impress-itf"}) {
     RequestTrace t;
-    auto r = RunRequest(*ParseSystem(name, 0.25), *model_, store->get(), ctx, 48, &kv, &t);
+    auto r = RunRequest(*ParseSystem(name, 0.25), *model_, store.get(), ctx, 48, &kv, &t);
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_TRUE(r.status().IsIOError()) << name << ": " << r.status().message();
     EXPECT_NE(r.status().message().find(dir.path() + "/chunks.dat: read at "), std::string::npos)
@@ -220,7 +228,7 @@ TEST_P(EnvFaultTest, ReadErrorIsTheRequestsErrorNotARecomputation) {
   }
   env.failing = false;  // the disk is back: the stored prefix serves again
   RequestTrace t;
-  ASSERT_TRUE(RunRequest(*ParseSystem("as"), *model_, store->get(), ctx, 48, &kv, &t).ok());
+  ASSERT_TRUE(RunRequest(*ParseSystem("as"), *model_, store.get(), ctx, 48, &kv, &t).ok());
   EXPECT_EQ(t.reused_tokens, 48);
 }
 
