@@ -3,8 +3,10 @@
 # PIQA store that holds every prefix locally, with the shared remote tier
 # behind it and reorder passes publishing their copies to the cluster every
 # 4 requests, run twice on copies of the same store: calm, and with the
-# cluster's masters stalled in turn (`DEBUG SLEEP 3`, one master at a time,
-# back to back for the whole run). Prints the measured requests' TTFT mean,
+# cluster's masters stalled in turn (`CLIENT PAUSE 3000 ALL`: the master
+# answers no client for 3 s; one master at a time, back to back for the whole
+# run; DEBUG SLEEP is refused by Debian's Redis 7 unless enable-debug-command
+# is set, and redis-cli exits 0 on the refusal). Prints the measured requests' TTFT mean,
 # p50 and p99 of both and writes OUT/calm.json and OUT/stalled.json.
 # Usage: scripts/stall_ttft.sh OUT MODEL BUILD [BASE_PORT]
 set -euo pipefail
@@ -31,7 +33,8 @@ sleep 5  # the model loads; then the masters stall in turn until the run ends
 while kill -0 "$runner" 2>/dev/null; do
   for p in $base $((base + 1)) $((base + 2)); do
     kill -0 "$runner" 2>/dev/null || break
-    redis-cli -p "$p" debug sleep 3 >/dev/null 2>&1 && stalls=$((stalls + 1))
+    [ "$(redis-cli -p "$p" client pause 3000 all 2>&1)" = OK ] && stalls=$((stalls + 1))
+    sleep 3
   done
 done
 wait "$runner"
