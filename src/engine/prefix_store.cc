@@ -317,33 +317,24 @@ StatusOr<HealStats> PrefixStore::Heal(const std::vector<int32_t>& tokens, const 
     for (uint64_t id : b->Lost(held))
       if (b == home_.get() || !disk_->Has(id, 0)) lost.insert(id);
   if (lost.empty()) return stats;
-  std::vector<int64_t> at;  // positions in the prefix of the chunks to write
-  for (size_t i = 0; i < held.size(); ++i)
-    if (lost.count(held[i])) at.push_back(static_cast<int64_t>(i));
   ChunkWrites w;
   for (int l = 0; l < geo_.layers; ++l)
-    for (int64_t i : at) {
-      auto kvp = HostChunks(kv, l, i, 1, 0);
-      AddWrite(match.chunks[static_cast<size_t>(i)], l, i, kvp[0], kvp[1], kvp[2], &w);
+    for (size_t i = 0; i < held.size(); ++i) {
+      if (!lost.count(held[i])) continue;
+      auto kvp = HostChunks(kv, l, static_cast<int64_t>(i), 1, 0);
+      AddWrite(held[i], l, static_cast<int64_t>(i), kvp[0], kvp[1], kvp[2], &w);
     }
-  FreeStats freed;
-  RETURN_IF_ERROR(disk_->Replace(w.writes, FillRecord(), &freed));
+  RETURN_IF_ERROR(disk_->Replace(w.writes, FillRecord(), nullptr));
   const std::vector<uint64_t> ids(lost.begin(), lost.end());
   for (ChunkBackend* b : all) b->ForgetLost(ids);
   stats.chunks_written = static_cast<int64_t>(ids.size());
-  stats.bytes_freed = freed.bytes;
   return stats;
 }
 
 void PrefixStore::AddWrite(uint64_t id, int l, int64_t index, const at::Tensor& k, const at::Tensor& v,
                            const at::Tensor& p, ChunkWrites* w) const {
-  const EncodedChunk e = EncodeChunk(ChunkCodec(geo_.codec, index), k, v, p);
-  w->hold.insert(w->hold.end(), e.bytes.begin(), e.bytes.end());
+  const EncodedChunk& e = w->encoded.emplace_back(EncodeChunk(ChunkCodec(geo_.codec, index), k, v, p));
   w->writes.push_back({id, l, e.bytes[0].data_ptr(), e.bytes[1].data_ptr(), e.bytes[2].data_ptr(), e.codec});
-  // The caches hold what a read returns: the decoded parts, and the encoded ones.
-  EncodedKv enc;
-  if (e.codec != KvCodec::kNone) enc = {e.bytes[0], e.bytes[1], e.codec};
-  w->decoded.push_back(ChunkKv{e.decoded[0].clone(), e.decoded[1].clone(), enc});
 }
 
 StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const DenseKvCache& kv, int64_t kv_offset) {
@@ -386,8 +377,14 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
       ids = index_.tree().Insert(whole, first_id);
       IMPRESS_CHECK(ids.size() == static_cast<size_t>(total) && ids[matched] == first_id);
     }
-    for (size_t j = 0; j < w.writes.size(); ++j)
-      cache_->Put(ChunkReader::CacheKey(w.writes[j].chunk_id, w.writes[j].layer), w.decoded[j]);
+    for (size_t j = 0; j < w.writes.size(); ++j) {
+      // The caches hold what a read returns: the decoded parts, and the encoded ones.
+      const EncodedChunk& e = w.encoded[j];
+      EncodedKv enc;
+      if (e.codec != KvCodec::kNone) enc = {e.bytes[0], e.bytes[1], e.codec};
+      cache_->Put(ChunkReader::CacheKey(w.writes[j].chunk_id, w.writes[j].layer),
+                  ChunkKv{e.decoded[0].clone(), e.decoded[1].clone(), enc});
+    }
     // The score policy places what Put holds once it is observed: computed,
     // never accessed (score 0), these land only where there is room.
     const std::vector<uint64_t> added(ids.begin() + matched, ids.end());
@@ -396,7 +393,11 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
       ChunkPut put;
       put.tokens = std::move(whole), put.ids = ids, put.first = static_cast<size_t>(matched);
       put.kv = std::make_shared<const std::vector<at::Tensor>>(std::move(keep));
-      if (geo_.codec != KvCodec::kNone) put.encoded = std::make_shared<const std::vector<at::Tensor>>(std::move(w.hold));
+      if (geo_.codec != KvCodec::kNone) {  // ChunkPut's order: (layer, chunk, part), as written
+        auto parts = std::make_shared<std::vector<at::Tensor>>();
+        for (const EncodedChunk& e : w.encoded) parts->insert(parts->end(), e.bytes.begin(), e.bytes.end());
+        put.encoded = std::move(parts);
+      }
       for (const auto& b : below_) b->Put(put, nullptr);
     }
     return n;

@@ -33,6 +33,7 @@
 #include "cache/tiered_cache.h"
 #include "common/status.h"
 #include "engine/chunk_backend.h"
+#include "engine/chunk_codec.h"
 #include "engine/chunk_reader.h"
 #include "engine/load_stream.h"
 #include "engine/prefix_index.h"
@@ -81,7 +82,6 @@ struct ReorderFootprint {
 struct HealStats {
   int64_t chunks_written = 0;   // chunks (all their layers) written to the local disk
   int64_t copies_dropped = 0;   // reordered copies dropped for a failed read
-  uint64_t bytes_freed = 0;     // damaged local parts given back
 };
 
 class PrefixStore {
@@ -155,12 +155,10 @@ class PrefixStore {
   // Token-major host copies [n*C, heads, d] of `kv`'s keys, values and probe
   // keys of layer `l` for chunks first..first+n-1 (entry 0 of kv at kv_offset).
   std::array<at::Tensor, 3> HostChunks(const DenseKvCache& kv, int l, int64_t first, int64_t n, int64_t kv_offset) const;
-  // Chunk parts encoded for the disk (`hold` keeps the bytes `writes` point
-  // at) and, per write, what the caches hold of it.
+  // Chunk parts encoded for the disk: writes[j] points into encoded[j]'s bytes.
   struct ChunkWrites {
-    std::vector<at::Tensor> hold;
+    std::vector<EncodedChunk> encoded;
     std::vector<ChunkWrite> writes;
-    std::vector<ChunkKv> decoded;
   };
   // Encodes chunk `id` of layer `l`, the index-th of its prefix (token-major
   // parts [C, heads, d]), into `w`.

@@ -218,7 +218,6 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
   std::unique_ptr<DenseKvCache> stored_kv;
   for (int attempt = 1;; ++attempt) {
     Status load_error = ServeFromStore(system, model, store, lease, context, kv_out, trace, opt, &last);
-    const std::vector<int32_t> matched(prefix.begin(), prefix.begin() + lease.tokens());
     store->Release(lease);
     if (load_error.ok()) break;
     // Any other failure (the disk refusing a read) is the request's.
@@ -230,6 +229,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     trace->recomputed_after_error = true;
     trace->error = first_error;
     trace->healed_chunks = healed;
+    const std::vector<int32_t> matched(prefix.begin(), prefix.begin() + lease.tokens());
     if (!stored_kv || stored_kv->size() < static_cast<int64_t>(matched.size()))
       stored_kv = ComputeStoredKv(model, matched, c);
     StatusOr<HealStats> h = store->Heal(matched, *stored_kv);

@@ -157,13 +157,7 @@ Status ChunkStore::Replace(const std::vector<ChunkWrite>& writes, const std::str
     std::lock_guard<std::mutex> lock(write_mu_);
     RETURN_IF_ERROR(CommitLocked(writes, meta, /*replace=*/true, &displaced));
   }
-  if (stats != nullptr) {
-    stats->chunk_layers += displaced.size();
-    for (const auto& e : displaced) stats->bytes += e.second;
-  }
-  // Outside the lock: nothing indexes the old parts any more, and commits
-  // append past the end of the file, never into them.
-  return PunchHoles(std::move(displaced));
+  return GiveBack(std::move(displaced), stats);
 }
 
 Status ChunkStore::CommitLocked(const std::vector<ChunkWrite>& writes, const std::string& meta, bool replace,
@@ -256,8 +250,10 @@ Status ChunkStore::Free(const std::vector<uint64_t>& chunk_ids, FreeStats* stats
     std::lock_guard<std::mutex> lock(mu_);
     EraseLocked(stored, &extents);
   }
-  // Outside the lock: nothing indexes these extents any more, and commits
-  // append past the end of the file, never into them.
+  return GiveBack(std::move(extents), stats);
+}
+
+Status ChunkStore::GiveBack(std::vector<std::pair<uint64_t, uint64_t>> extents, FreeStats* stats) {
   if (stats != nullptr) {
     stats->chunk_layers += extents.size();
     for (const auto& e : extents) stats->bytes += e.second;

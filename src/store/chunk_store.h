@@ -170,6 +170,10 @@ class ChunkStore {
   // Removes every layer of `ids` from index_, appending their extents.
   // REQUIRES: mu_ held, or the store not yet shared (Open).
   void EraseLocked(const std::vector<uint64_t>& ids, std::vector<std::pair<uint64_t, uint64_t>>* extents);
+  // Counts (chunk, layer) extents (offset, record bytes) that no index entry
+  // names any more in `stats` (when given) and punches them; called with no
+  // lock held: commits append past the end of the file, never into them.
+  Status GiveBack(std::vector<std::pair<uint64_t, uint64_t>> extents, FreeStats* stats);
   // Deallocates the byte ranges (offset, length), merged where adjacent.
   Status PunchHoles(std::vector<std::pair<uint64_t, uint64_t>> extents);
 
