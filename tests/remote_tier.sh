@@ -164,18 +164,20 @@ assert rc["bytes_read"]["disk"] > 0, "the kept chunk was not read from the local
 assert [x["loglik"] for x in ra["per_request"]] == [x["loglik"] for x in rc["per_request"]]
 print("remote_tier: the next run reads the kept chunk locally, recomputes nothing, answers bitwise identical")
 PY
-# The selective systems over the same damaged cluster, each from its own
-# empty local store: what each reads of the damaged chunk is recomputed and
-# kept; every answer is A's, bit for bit, and a second run recomputes nothing.
-for sys in h2o-lfu impress-itf; do
+# Every other system that reuses KV over the same damaged cluster, each from
+# its own empty local store: what it reads of the damaged chunk is recomputed
+# and kept; every answer is bitwise the same system's on a copy of A's
+# undamaged local store, and a second run recomputes nothing.
+cp -r "$tmp/a" "$tmp/a-ref" && rm -f "$tmp/a-ref/LOCK"
+for sys in h2o-lru h2o-lfu impress-itf impress-itf-ro impress; do
+  run "$tmp/a-ref" "$tmp/ref-$sys.json" --requests 8 --system "$sys" --remote "$url"
   run "$tmp/c-$sys" "$tmp/c-$sys.json" --requests 8 --system "$sys" --remote "$url"
   run "$tmp/c-$sys" "$tmp/c2-$sys.json" --requests 8 --system "$sys" --remote "$url"
-  check "$tmp/a.json" "$tmp/c-$sys.json" "$tmp/c2-$sys.json" "$sys" <<'PY'
+  check "$tmp/ref-$sys.json" "$tmp/c-$sys.json" "$tmp/c2-$sys.json" "$sys" <<'PY'
 import json, sys
-a = {r["system"]: r for r in json.load(open(sys.argv[1]))["runs"]}
 name = sys.argv[4]
-ra = a[name]
-met, after = (json.load(open(p))["runs"][0] for p in sys.argv[2:4])
+ra, met, after = (json.load(open(p))["runs"][0] for p in sys.argv[1:4])
+assert ra["recomputed_after_error"] == 0 and ra["bytes_read"]["remote"] == 0, (name, "the reference read the cluster")
 ll = lambda r: [x["loglik"] for x in r["per_request"]]
 assert ll(met) == ll(ra) and ll(after) == ll(ra), name
 assert (met["recomputed_after_error"] > 0) == (met["healed_chunks"] > 0), (name, met["recomputed_after_error"])
