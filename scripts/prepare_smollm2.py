@@ -37,7 +37,16 @@ def main():
 
         d, f = os.path.split(os.path.abspath(gguf))
         tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
-        model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
+        read = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32)
+        # The weights are de-quantized to fp32 on reading; newer transformers
+        # (5.x) still mark such a model as GGUF-quantized and refuse to save
+        # it, so they are saved through a plain model of the same config.
+        config = read.config
+        if hasattr(config, "quantization_config"):
+            delattr(config, "quantization_config")
+        model = AutoModelForCausalLM.from_config(config)
+        model.load_state_dict(read.state_dict())
+        model = model.to(torch.float32)
         os.makedirs(args.out, exist_ok=True)
         model.save_pretrained(args.out, safe_serialization=True)
         tok.save_pretrained(args.out)

@@ -124,7 +124,9 @@ TEST_P(ModelVsTransformers, SegmentsEqualSeparateRuns) {
     PrefixKv Prefix(const LayerQkv& qkv) override {
       PrefixKv p = cache.Prefix(qkv);
       const int64_t n = p.k.size(1);
-      p.keep = (at::arange(hq * n, at::kLong).view({hq, n}) * (qkv.layer + 3)) % 5 != 0;
+      // The keep mask lives where the queries do (Attend's contract).
+      p.keep = (at::arange(hq * n, at::TensorOptions().dtype(at::kLong).device(qkv.q.device())).view({hq, n}) *
+                (qkv.layer + 3)) % 5 != 0;
       return p;
     }
     void Append(const LayerQkv& qkv) override { cache.Append(qkv); }

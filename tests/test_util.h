@@ -69,7 +69,13 @@ class TempDir {
     }
     path_ = tmpl;
   }
-  ~TempDir() { std::filesystem::remove_all(path_); }
+  // Never throws (a destructor may run while a failed test unwinds); a folder
+  // it cannot remove is named on stderr.
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+    if (ec) std::fprintf(stderr, "TempDir: cannot remove %s: %s\n", path_.c_str(), ec.message().c_str());
+  }
   const std::string& path() const { return path_; }
   std::string File(const std::string& name) const { return path_ + "/" + name; }
   void Write(const std::string& name, const std::string& bytes) const {

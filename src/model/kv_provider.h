@@ -30,7 +30,7 @@ struct LayerQkv {
 struct PrefixKv {
   at::Tensor k;     // [num_kv_heads, P, head_dim]; undefined means P = 0
   at::Tensor v;     // [num_kv_heads, P, head_dim]
-  at::Tensor keep;  // optional [num_heads, P] bool; false hides the token from that head
+  at::Tensor keep;  // optional [num_heads, P] bool on k's device; false hides the token from that head
 };
 
 class KvProvider {
