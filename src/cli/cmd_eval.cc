@@ -32,10 +32,10 @@ int RunEval(EvalOptions o) {
   c.tasks.clear();
   if (o.task == "all") {
     for (const auto& t : Tasks()) c.tasks.push_back(t.name);
-  } else if (FindTask(o.task) != nullptr) {
+  } else if (FindTask(o.task) != nullptr || o.task == "retrieval") {
     c.tasks.push_back(o.task);
   } else {
-    return Fail(Status::InvalidArgument("--task: unknown task '" + o.task + "' (piqa, rte, copa, openbookqa, all)"));
+    return Fail(Status::InvalidArgument("--task: unknown task '" + o.task + "' (piqa, rte, copa, openbookqa, retrieval, all)"));
   }
   auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
   if (!tok.ok()) return Fail(tok.status());
@@ -76,14 +76,16 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   CLI::App* cmd = app.add_subcommand("eval", "Multiple-choice accuracy as lm-evaluation-harness computes it");
   cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
-  cmd->add_option("--task", o->task, "piqa, rte, copa, openbookqa, or all");
+  cmd->add_option("--task", o->task, "piqa, rte, copa, openbookqa, retrieval, or all (the first four)");
+  cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
+  cmd->add_flag("--no-prefix", c->no_prefix, "score every document with no prefix (the floor)");
   CLI::Option* shots = cmd->add_option("--shots", c->shots, "few-shot examples in the prefix shared by every document")
                            ->check(NonNegativeNumber());
   cmd->add_option("--prefix-tokens", c->prefix_tokens,
-                  "instead of --shots: per task, as many few-shot examples as fit in this many prefix tokens (0: off)")
+                  "instead of --shots: per task, as many few-shot examples as fit in this many prefix tokens (0: off); retrieval: the haystack size (0: 2048)")
       ->check(NonNegativeNumber())
       ->excludes(shots);
-  cmd->add_option("--limit", c->limit, "score the first N documents of each split (0: all)")
+  cmd->add_option("--limit", c->limit, "score the first N documents of each split (0: all; retrieval: N questions, 0: 400)")
       ->check(NonNegativeNumber());
   cmd->add_option("--system", c->system, "recomp, as, h2o-lru, h2o-lfu or impress-itf: which prefix KV documents attend to "
                                          "(impress-itf-ro and impress choose as impress-itf does)")

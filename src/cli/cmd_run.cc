@@ -105,7 +105,8 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory (required)");
   cmd->add_flag("--list-systems", o->list_systems, "print the system names, one per line, and exit");
-  cmd->add_option("--task", c->task, "piqa, rte, copa or openbookqa");
+  cmd->add_option("--task", c->task, "piqa, rte, copa, openbookqa or retrieval");
+  cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
   cmd->add_option("--system", o->systems, "comma-separated: " + JoinNames(SystemNames()));
   AddSweepOptions(cmd, &o->axes, true);
   cmd->add_option("--prefix-tokens", c->prefix_tokens, "target length of each prefix")->check(PositiveNumber());

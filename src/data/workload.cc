@@ -10,6 +10,13 @@
 namespace impress {
 namespace {
 
+int64_t CountTokens(const Tokenizer& tok, const std::string& text) {
+  auto ids = tok.Encode(text, /*add_special_tokens=*/false);
+  return ids.ok() ? static_cast<int64_t>(ids->size()) : 0;
+}
+
+}  // namespace
+
 std::vector<int> Permutation(int n, uint64_t seed) {
   std::vector<int> idx(n);
   std::iota(idx.begin(), idx.end(), 0);
@@ -20,13 +27,6 @@ std::vector<int> Permutation(int n, uint64_t seed) {
   }
   return idx;
 }
-
-int64_t CountTokens(const Tokenizer& tok, const std::string& text) {
-  auto ids = tok.Encode(text, /*add_special_tokens=*/false);
-  return ids.ok() ? static_cast<int64_t>(ids->size()) : 0;
-}
-
-}  // namespace
 
 std::vector<Doc> SampleShots(const std::vector<Doc>& pool, int k, uint64_t seed) {
   std::vector<int> idx = Permutation(static_cast<int>(pool.size()), seed);

@@ -12,6 +12,10 @@ namespace impress {
 
 class Tokenizer;
 
+// 0..n-1 in the order a seeded Fisher-Yates shuffle gives (the same on every
+// platform and standard library).
+std::vector<int> Permutation(int n, uint64_t seed);
+
 // k distinct documents of `pool`, chosen by `seed` (same seed, same shots).
 // REQUIRES: k <= pool.size()
 std::vector<Doc> SampleShots(const std::vector<Doc>& pool, int k, uint64_t seed);

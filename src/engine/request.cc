@@ -80,9 +80,9 @@ class RequestObserver final : public SelectionObserver {
 // the layer gets no prefix, and status() tells the caller, who recomputes.
 class StoreSelector {
  public:
-  StoreSelector(const System& system, PrefixStore& store, const Model& model, const PrefixLease& lease,
-                const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace)
-      : method_(MakeSelectionMethod(system.select)), observer_(store, lease, system.reorder, trace, ro.observer),
+  StoreSelector(const System& system, const std::vector<int32_t>& context, PrefixStore& store, const Model& model,
+                const PrefixLease& lease, const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace)
+      : method_(MakeSelectionMethod(ForRequest(system.select, context))), observer_(store, lease, system.reorder, trace, ro.observer),
         trace_(trace),
         source_(store, model, lease,
                 method_->Ahead(static_cast<int64_t>(lease.chunks.size()) * store.geometry().chunk_tokens), ro,
@@ -142,7 +142,7 @@ Status ServeFromStore(const System& system, Model& model, PrefixStore* store, co
   std::vector<int32_t> rest(context.begin() + m, context.end());
   trace->selection = SelectionCounters(layers);
   trace->layer_host_syncs.assign(layers, 0);
-  StoreSelector selector(system, *store, model, lease, opt, static_cast<int64_t>(rest.size()), trace);
+  StoreSelector selector(system, context, *store, model, lease, opt, static_cast<int64_t>(rest.size()), trace);
   auto selected = std::make_unique<SelectedContextKv>(layers, [&](const LayerQkv& q) { return selector(q); });
   *last = LastLogProbs(model.Forward(rest, m, *selected));
   trace->device_layers = selector.DeviceTimes();

@@ -16,6 +16,7 @@ uint8_t PartsOf(ReadAhead a) {
     case ReadAhead::kAll: return kKeys | kValues;
     case ReadAhead::kKeys: return kKeys;
     case ReadAhead::kProbeKeys: return kProbeKeys;
+    case ReadAhead::kNone: return 0;
   }
   return kKeys | kValues;
 }
@@ -120,6 +121,10 @@ std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
 StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
   store_.load_stream().Wait(token_order_ready_);  // on the load stream: after the token order's copy up
   FirstRead r;
+  if (first_parts_ == 0) {  // the method reads nothing ahead: every chunk's parts start empty
+    r.parts.resize(chunks_.size());
+    return r;
+  }
   std::vector<uint8_t> want(chunks_.size(), first_parts_);
   if (speculate_ && last_guess_.tokens.defined()) {
     r.guessed = GuessedChunks(last_guess_, l);

@@ -20,6 +20,8 @@ constexpr SystemRecipe kSystems[] = {
     {"impress-itf", true, SelectorKind::kItf, PolicyKind::kLfu, false},
     {"impress-itf-ro", true, SelectorKind::kItf, PolicyKind::kLfu, true},
     {"impress", true, SelectorKind::kItf, PolicyKind::kScore, true},
+    // Control: k positions per layer drawn at random (select/random.cc).
+    {"random", true, SelectorKind::kRandom, PolicyKind::kLru, false},
 };
 
 }  // namespace
@@ -28,6 +30,16 @@ const std::vector<std::string>& SystemNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
     for (const SystemRecipe& r : kSystems) v.push_back(r.name);
+    return v;
+  }();
+  return names;
+}
+
+const std::vector<std::string>& PaperSystemNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const SystemRecipe& r : kSystems)
+      if (r.kind != SelectorKind::kRandom) v.push_back(r.name);
     return v;
   }();
   return names;

@@ -20,8 +20,10 @@ struct System {
   PolicyKind policy = PolicyKind::kLru;  // cache policy of the GPU and CPU tiers
   bool reorder = false;        // record importance for KV reordering (the caller runs the reorderer)
 };
-// recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress.
+// recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress, and the control random.
 const std::vector<std::string>& SystemNames();
+// The paper's seven (SystemNames without the controls), in the order its ablation adds IMPRESS's parts.
+const std::vector<std::string>& PaperSystemNames();
 // The named system with the given retention and IMPRESS alpha.
 StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, double alpha = 0.6);
 // Whether the retention changes what `s` computes (every selective system),

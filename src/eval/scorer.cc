@@ -131,8 +131,9 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
     return ScoreChoices(model_, tok_, ctx, last, cache_, doc);
   }
   // The shared prefix's KV is held; each layer of this document attends to the selection from it.
+  const SelectorOptions opt = ForRequest(select_, ctx.ids);
   SelectedContextKv kv(model_.config().num_layers, [&](const LayerQkv& qkv) {
-    SelectedPrefix s = SelectFromPrefix(select_, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
+    SelectedPrefix s = SelectFromPrefix(opt, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
     counters_.Add(qkv.layer, s);
     return s;
   });

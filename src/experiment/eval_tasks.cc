@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/progress.h"
+#include "data/retrieval.h"
 #include "data/workload.h"
 #include "engine/request.h"
 #include "eval/scorer.h"
@@ -52,12 +53,48 @@ StatusOr<int> ShotsThatFit(const std::vector<Doc>& train, const Tokenizer& tok, 
   return lo;
 }
 
+// Scores documents behind the scorer's prefix and keeps the counts.
+struct Tally {
+  int n = 0, correct = 0, correct_norm = 0;
+  double gold_loglik = 0;
+  std::vector<int> preds;
+
+  Status Score(const EvalConfig& c, const std::string& task, const std::string& prefix, const Doc& doc,
+               Scorer& scorer) {
+    auto s = scorer.Score(doc);
+    if (!s.ok()) return s.status().WithContext(task + " document " + std::to_string(n));
+    correct += s->pred == doc.gold;
+    correct_norm += s->pred_norm == doc.gold;
+    gold_loglik += s->loglik[doc.gold];
+    preds.push_back(s->pred);
+    if (c.samples != nullptr) {
+      nlohmann::json j = {{"task", task}, {"doc", n}, {"context", prefix + doc.text},
+                          {"choices", doc.choices}, {"gold", doc.gold}, {"loglik", s->loglik},
+                          {"pred", s->pred}, {"pred_norm", s->pred_norm}};
+      *c.samples << j.dump() << "\n";
+    }
+    ++n;
+    return Status::OK();
+  }
+
+  nlohmann::ordered_json Result(const std::string& task, int shots, int64_t prefix_tokens, const Scorer& scorer) const {
+    const double acc = double(correct) / n, acc_norm = double(correct_norm) / n;
+    return nlohmann::ordered_json{{"task", task}, {"n", n}, {"shots", shots}, {"acc", acc}, {"acc_norm", acc_norm},
+                                  {"acc_stderr", MeanStderr(acc, n)}, {"acc_norm_stderr", MeanStderr(acc_norm, n)},
+                                  {"gold_loglik_mean", gold_loglik / n}, {"prefix_tokens", prefix_tokens},
+                                  {"kept_share", scorer.selection().KeptShare()},
+                                  {"fallback_share", scorer.selection().FallbackShare()}, {"preds", preds}};
+  }
+};
+
 StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& task, const Tokenizer& tok,
                                           Scorer& scorer) {
   ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadDocs(c, task, task.eval_split));
   std::string prefix;
   int shots = c.shots;
-  if (shots > 0 || c.prefix_tokens > 0) {
+  if (c.no_prefix) {
+    shots = 0;
+  } else if (shots > 0 || c.prefix_tokens > 0) {
     ASSIGN_OR_RETURN(std::vector<Doc> train, LoadDocs(c, task, task.train_split));
     if (c.prefix_tokens > 0) {
       ASSIGN_OR_RETURN(shots, ShotsThatFit(train, tok, c.prefix_tokens, c.seed));
@@ -69,31 +106,44 @@ StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& t
   }
   RETURN_IF_ERROR(scorer.SetPrefix(prefix));
   const int n = c.limit > 0 ? std::min<int>(c.limit, docs.size()) : static_cast<int>(docs.size());
-  int correct = 0, correct_norm = 0;
-  double gold_loglik = 0;
-  std::vector<int> preds;
+  Tally t;
   Progress progress(std::string("eval ") + task.name, n);
   for (int i = 0; i < n; ++i) {
-    auto s = scorer.Score(docs[i]);
-    if (!s.ok()) return s.status().WithContext(std::string(task.name) + " document " + std::to_string(i));
-    correct += s->pred == docs[i].gold;
-    correct_norm += s->pred_norm == docs[i].gold;
-    gold_loglik += s->loglik[docs[i].gold];
-    preds.push_back(s->pred);
-    if (c.samples != nullptr) {
-      nlohmann::json j = {{"task", task.name}, {"doc", i}, {"context", prefix + docs[i].text},
-                          {"choices", docs[i].choices}, {"gold", docs[i].gold}, {"loglik", s->loglik},
-                          {"pred", s->pred}, {"pred_norm", s->pred_norm}};
-      *c.samples << j.dump() << "\n";
-    }
+    RETURN_IF_ERROR(t.Score(c, task.name, prefix, docs[i], scorer));
     progress.Update(i + 1);
   }
-  const double acc = double(correct) / n, acc_norm = double(correct_norm) / n;
-  return nlohmann::ordered_json{{"task", task.name}, {"n", n}, {"shots", shots}, {"acc", acc}, {"acc_norm", acc_norm},
-                                {"acc_stderr", MeanStderr(acc, n)}, {"acc_norm_stderr", MeanStderr(acc_norm, n)},
-                                {"gold_loglik_mean", gold_loglik / n}, {"prefix_tokens", scorer.prefix_tokens()},
-                                {"kept_share", scorer.selection().KeptShare()},
-                                {"fallback_share", scorer.selection().FallbackShare()}, {"preds", preds}};
+  return t.Result(task.name, shots, scorer.prefix_tokens(), scorer);
+}
+
+// The retrieval task: each haystack is the prefix of its own questions.
+StatusOr<nlohmann::ordered_json> EvalRetrieval(const EvalConfig& c, const Tokenizer& tok, Scorer& scorer) {
+  const TaskSpec& piqa = *FindTask("piqa");
+  ASSIGN_OR_RETURN(std::vector<Doc> train, LoadDocs(c, piqa, piqa.train_split));
+  RetrievalOptions ro = c.retrieval;
+  ro.haystack_tokens = c.prefix_tokens > 0 ? c.prefix_tokens : 2048;
+  ro.seed = c.seed;
+  const int want = c.limit > 0 ? c.limit : 400;
+  const int per = NeedlesPerHaystack(ro);
+  ASSIGN_OR_RETURN(std::vector<Haystack> hays, MakeHaystacks(RetrievalFiller(train), tok, ro, (want + per - 1) / per));
+  Tally t;
+  int64_t tokens = 0;
+  Progress progress("eval retrieval", want);
+  for (const Haystack& h : hays) {
+    const std::string prefix = c.no_prefix ? "" : h.text;
+    RETURN_IF_ERROR(scorer.SetPrefix(prefix));
+    tokens += scorer.prefix_tokens();
+    for (const Doc& q : h.questions) {
+      if (t.n == want) break;
+      RETURN_IF_ERROR(t.Score(c, "retrieval", prefix, q, scorer));
+      progress.Update(t.n);
+    }
+  }
+  nlohmann::ordered_json r = t.Result("retrieval", 0, tokens / static_cast<int64_t>(hays.size()), scorer);
+  r["haystacks"] = hays.size();
+  r["generator"] = {{"haystack_tokens", ro.haystack_tokens}, {"needles_per_haystack", per},
+                    {"needles_per_1k", ro.needles_per_1k}, {"choices", ro.choices}, {"seed", ro.seed},
+                    {"filler", "data/piqa/train.jsonl solutions (RetrievalFiller)"}};
+  return r;
 }
 
 }  // namespace
@@ -102,14 +152,16 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   std::vector<const TaskSpec*> tasks;
   for (const std::string& name : c.tasks) {
     const TaskSpec* t = FindTask(name);
-    if (t == nullptr) return Status::InvalidArgument("--task: unknown task '" + name + "' (piqa, rte, copa, openbookqa, all)");
-    tasks.push_back(t);
+    if (t == nullptr && name != "retrieval")
+      return Status::InvalidArgument("--task: unknown task '" + name + "' (piqa, rte, copa, openbookqa, retrieval, all)");
+    tasks.push_back(t);  // nullptr: retrieval
   }
   // Reordering and cache policy change where KV lives, not which tokens are chosen.
   ASSIGN_OR_RETURN(const System system, ParseSystem(c.system, c.retention, c.alpha));
   SelectorOptions select = system.select;
   ASSIGN_OR_RETURN(select.unit, ParseItfUnit(c.itf_unit));
   select.chunk_tokens = c.chunk;
+  select.seed = c.seed;
   ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));
   ASSIGN_OR_RETURN(const KvCodec codec, ParseKvCodec(c.kv_codec));
   Scorer scorer(model, tok, select, codec);
@@ -120,7 +172,7 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   if (codec != KvCodec::kNone) j["kv_codec"] = KvCodecName(codec);  // fp16 runs' JSON stays as it was
   j["results"] = nlohmann::json::array();
   for (const TaskSpec* t : tasks) {
-    ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTask(c, *t, tok, scorer));
+    ASSIGN_OR_RETURN(nlohmann::ordered_json r, t == nullptr ? EvalRetrieval(c, tok, scorer) : EvalTask(c, *t, tok, scorer));
     j["results"].push_back(std::move(r));
   }
   return j;

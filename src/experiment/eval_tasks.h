@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "data/retrieval.h"
 #include "data/task.h"
 
 namespace impress {
@@ -37,12 +38,19 @@ struct EvalConfig {
   // The stored KV codec (fp16, int8, int4): the prefix's whole chunks are
   // encoded and decoded as a store with it serves them (select/kv_codec_tensor.h).
   std::string kv_codec = "fp16";
+  // The retrieval task (data/retrieval.h): its generator's needle density
+  // and choices; the haystack size is prefix_tokens (2048 when 0), the seed
+  // `seed`, and `limit` questions are scored (400 when 0), over as many
+  // haystacks as that takes.
+  RetrievalOptions retrieval;
+  bool no_prefix = false;          // score every document with no prefix at all (the floor)
   std::ostream* samples = nullptr; // per-document records (JSONL) when set
   // Applied to every loaded document (shots and scored ones) before prompts
   // are built: lets a test alter what a template produced.
   std::function<void(Doc*)> edit_doc;
 };
 
+// Tasks: the four of data/task.h and "retrieval".
 // {"system", "shots", "max_prefix_tokens", ..., "results": [{"task", "n",
 // "shots", "acc", "acc_norm", "acc_stderr", "acc_norm_stderr",
 // "gold_loglik_mean", "prefix_tokens", "kept_share", "fallback_share",

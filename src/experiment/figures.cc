@@ -71,7 +71,7 @@ RunConfig FigureRunner::BaseRun(const std::string& task) const {
   RunConfig c;
   c.task = task;
   c.data = data_;
-  c.systems = SystemNames();  // in the order the ablation adds IMPRESS's parts
+  c.systems = PaperSystemNames();  // in the order the ablation adds IMPRESS's parts
   c.pool = scale_.pool;
   c.prefix_tokens = scale_.prefix_tokens;
   c.requests = scale_.requests;
@@ -125,7 +125,7 @@ StatusOr<RunResults> FigureRunner::Run(const FigureModel& m, RunConfig c) {
   if (it != runs_.end()) return it->second;
   // A run of every system at the same point answers for any subset of them.
   RunConfig every = c;
-  every.systems = SystemNames();
+  every.systems = PaperSystemNames();
   it = runs_.find(Key(m.dir, every).dump());
   if (it != runs_.end()) return it->second;
   Announce("run " + Base(m.dir) + " " + c.task + ", pool " + std::to_string(c.pool) + ", chunk " +

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/retrieval.h"
+
 namespace impress {
 
 struct RunConfig {
@@ -17,6 +19,7 @@ struct RunConfig {
   std::string store;                               // chunk store folder; required when a system reuses KV
   int pool = 8;                                    // distinct prefixes
   int prefix_tokens = 2048;                        // target length of each (capped by the model's window)
+  RetrievalOptions retrieval;                      // task "retrieval": needle density and choices (data/retrieval.h)
   int requests = 50;                               // measured requests
   int warmup = 10;                                 // requests run before measuring
   int chunk = 64;                                  // tokens per chunk

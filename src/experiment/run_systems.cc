@@ -8,6 +8,7 @@
 
 #include "common/progress.h"
 #include "common/units.h"
+#include "data/retrieval.h"
 #include "data/task.h"
 #include "data/workload.h"
 #include "engine/prefix_store.h"
@@ -229,6 +230,8 @@ nlohmann::ordered_json RunConfig::ToJson() const {
           {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every},
           {"remote", remote}, {"remote_bw", remote_bw}};
   if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
+  if (task == "retrieval")  // the generator's parameters; the haystack size is prefix_tokens, its seed `seed`
+    j["retrieval"] = {{"needles_per_1k", retrieval.needles_per_1k}, {"choices", retrieval.choices}};
   return j;
 }
 
@@ -240,6 +243,7 @@ StatusOr<std::vector<System>> ParseSystems(const RunConfig& o) {
     ASSIGN_OR_RETURN(System s, ParseSystem(name, o.retention, o.alpha));
     ASSIGN_OR_RETURN(s.select.unit, ParseItfUnit(o.itf_unit));
     ASSIGN_OR_RETURN(s.select.probe_layout, ParseProbeLayout(o.probe_layout));
+    s.select.seed = o.seed;
     if (!o.policy.empty()) {
       ASSIGN_OR_RETURN(s.policy, ParsePolicy(o.policy));
     }
@@ -256,18 +260,47 @@ struct Workload {
   std::vector<Request> stream;
 };
 
-StatusOr<Workload> LoadWorkload(const Model& m, const Tokenizer& tok, const TaskSpec& task, const RunConfig& o) {
+// The retrieval task's workload: the pool is o.pool haystacks, each
+// request asks the next question of the haystack its prefix index names.
+StatusOr<Workload> LoadRetrievalWorkload(const Tokenizer& tok, const RunConfig& o, int64_t tokens) {
   Workload w;
-  ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(task, SplitPath(o.data, task, task.train_split)));
-  ASSIGN_OR_RETURN(w.docs, LoadSplit(task, SplitPath(o.data, task, task.eval_split)));
-  PrefixPoolOptions po{o.pool, std::min(o.prefix_tokens, m.config().max_positions - 256), o.seed};
-  ASSIGN_OR_RETURN(w.pool, BuildPrefixPool(train, tok, po));
+  const TaskSpec& piqa = *FindTask("piqa");
+  ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(piqa, SplitPath(o.data, piqa, piqa.train_split)));
+  RetrievalOptions ro = o.retrieval;
+  ro.haystack_tokens = tokens;
+  ro.seed = o.seed;
+  ASSIGN_OR_RETURN(std::vector<Haystack> hays, MakeHaystacks(RetrievalFiller(train), tok, ro, o.pool));
+  std::vector<int> first;  // each haystack's first question in w.docs
+  for (Haystack& h : hays) {
+    first.push_back(static_cast<int>(w.docs.size()));
+    w.docs.insert(w.docs.end(), h.questions.begin(), h.questions.end());
+    w.pool.push_back(PooledPrefix{std::move(h.text), 0, h.tokens});
+  }
+  RequestStreamOptions ro_stream{o.warmup + o.requests, o.mean, o.spread, o.seed};
+  w.stream = MakeRequestStream(o.pool, static_cast<int>(w.docs.size()), ro_stream);
+  const int per = NeedlesPerHaystack(ro);
+  std::vector<int> asked(hays.size(), 0);
+  for (Request& r : w.stream) r.doc = first[r.prefix] + asked[r.prefix]++ % per;
+  return w;
+}
+
+StatusOr<Workload> LoadWorkload(const Model& m, const Tokenizer& tok, const TaskSpec* task, const RunConfig& o) {
+  Workload w;
+  const int64_t tokens = std::min<int64_t>(o.prefix_tokens, m.config().max_positions - 256);
+  if (task == nullptr) {
+    ASSIGN_OR_RETURN(w, LoadRetrievalWorkload(tok, o, tokens));
+  } else {
+    ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(o.data, *task, task->train_split)));
+    ASSIGN_OR_RETURN(w.docs, LoadSplit(*task, SplitPath(o.data, *task, task->eval_split)));
+    PrefixPoolOptions po{o.pool, static_cast<int>(tokens), o.seed};
+    ASSIGN_OR_RETURN(w.pool, BuildPrefixPool(train, tok, po));
+    RequestStreamOptions ro{o.warmup + o.requests, o.mean, o.spread, o.seed};
+    w.stream = MakeRequestStream(o.pool, static_cast<int>(w.docs.size()), ro);
+  }
   for (const auto& p : w.pool) {
     ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.Encode(p.text, false));
     w.pool_ids.push_back(std::move(ids));
   }
-  RequestStreamOptions ro{o.warmup + o.requests, o.mean, o.spread, o.seed};
-  w.stream = MakeRequestStream(o.pool, static_cast<int>(w.docs.size()), ro);
   return w;
 }
 
@@ -370,8 +403,9 @@ std::string MemoKey(const RunConfig& o, const System& s) {
 }  // namespace
 
 StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o, RunMemo* memo) {
-  const TaskSpec* task = FindTask(o.task);
-  if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + o.task + "'");
+  const TaskSpec* task = FindTask(o.task);  // nullptr: retrieval
+  if (task == nullptr && o.task != "retrieval")
+    return Status::InvalidArgument("--task: unknown task '" + o.task + "' (piqa, rte, copa, openbookqa, retrieval)");
   ASSIGN_OR_RETURN(std::vector<System> systems, ParseSystems(o));
   if (!o.remote.empty()) memo = nullptr;
   std::optional<Workload> w;  // loaded for the first system that runs here
@@ -394,7 +428,7 @@ StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig&
       }
     }
     if (!w) {
-      ASSIGN_OR_RETURN(Workload loaded, LoadWorkload(m, tok, *task, o));
+      ASSIGN_OR_RETURN(Workload loaded, LoadWorkload(m, tok, task, o));
       w = std::move(loaded);
     }
     ASSIGN_OR_RETURN(SystemRun run, RunSystem(m, tok, o, system, remote.get(), *w));

@@ -10,6 +10,7 @@ std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt)
     case SelectorKind::kFull: return MakeFullMethod();
     case SelectorKind::kH2O: return MakeH2OMethod(opt);
     case SelectorKind::kItf: return MakeItfMethod(opt);
+    case SelectorKind::kRandom: return MakeRandomMethod(opt);
   }
   IMPRESS_CHECK(false);
   return nullptr;

@@ -82,7 +82,8 @@ class SelectionObserver {
 };
 
 // What of every chunk a method reads before its queries exist.
-enum class ReadAhead : uint8_t { kAll, kKeys, kProbeKeys };
+// kNone: nothing; every read names its positions (Gather).
+enum class ReadAhead : uint8_t { kAll, kKeys, kProbeKeys, kNone };
 
 class SelectionMethod {
  public:
@@ -118,10 +119,11 @@ class RetainingMethod : public SelectionMethod {
 // The method of `opt.kind` with its options.
 std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt);
 
-// The methods, one file each (full.cc, h2o.cc, itf.cc).
+// The methods, one file each (full.cc, h2o.cc, itf.cc, random.cc).
 std::unique_ptr<SelectionMethod> MakeFullMethod();
 std::unique_ptr<SelectionMethod> MakeH2OMethod(const SelectorOptions& opt);
 std::unique_ptr<SelectionMethod> MakeItfMethod(const SelectorOptions& opt);
+std::unique_ptr<SelectionMethod> MakeRandomMethod(const SelectorOptions& opt);
 
 // Shared steps of the methods.
 // What a selection ranks by, in host memory, where it decides. On CUDA this

@@ -16,6 +16,14 @@ SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv,
   return *std::move(s);
 }
 
+SelectorOptions ForRequest(const SelectorOptions& opt, const std::vector<int32_t>& tokens) {
+  SelectorOptions o = opt;
+  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a over the token ids
+  for (int32_t t : tokens) h = (h ^ static_cast<uint32_t>(t)) * 0x100000001B3ull;
+  o.seed = opt.seed ^ h;
+  return o;
+}
+
 void SelectionCounters::Add(int layer, const SelectedPrefix& s) {
   probes[layer] += s.probed;
   fallbacks[layer] += s.fallback;

@@ -17,7 +17,7 @@
 
 namespace impress {
 
-enum class SelectorKind { kFull, kH2O, kItf };
+enum class SelectorKind { kFull, kH2O, kItf, kRandom };
 
 // What IMPRESS's agreed set is made of when the probe heads are trusted:
 // the k tokens the heads agree on (the paper), or k tokens packed into the
@@ -36,7 +36,13 @@ struct SelectorOptions {
   ItfUnit unit = ItfUnit::kToken;
   int chunk_tokens = 64;   // chunk size of ItfUnit::kChunk when selecting from memory (a store uses its own)
   ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads probe (probe_heads.h)
+  uint64_t seed = 1234;    // the random control's draws (select/random.cc)
 };
+
+// `opt` for one request whose context is `tokens`: the random control's
+// seed mixed with the tokens, so that each request draws its own positions
+// and the same request the same ones.
+SelectorOptions ForRequest(const SelectorOptions& opt, const std::vector<int32_t>& tokens);
 
 // The prefix KV one layer attends to, and how it was chosen.
 struct SelectedPrefix {
