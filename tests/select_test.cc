@@ -175,6 +175,51 @@ TEST(Select, ImportanceIsColumnSumOfAttentionWeights) {
   EXPECT_EQ(RetainedTokens(0.0001, 10), 1);
 }
 
+// The static control's importance: every token's attention weight from each
+// row at or after it, per head (row by row with softmax, as PAPER.md's H2O
+// defines accumulated attention), over more rows than one block holds.
+TEST(Select, SelfImportanceIsEachTokensAttentionFromItsOwnSequence) {
+  at::manual_seed(5);
+  const int64_t hq = 4, hkv = 2, t = 300, d = 8;
+  const float scale = 1.0f / std::sqrt(float(d));
+  at::Tensor q = at::randn({hq, t, d}), k = at::randn({hkv, t, d});
+  at::Tensor imp = SelfImportance(q, k, scale);
+  ASSERT_EQ(imp.sizes(), (at::IntArrayRef{hq, t}));
+  for (int64_t h = 0; h < hq; ++h) {
+    const int64_t kv = h / (hq / hkv);
+    at::Tensor want = at::zeros({t});
+    for (int64_t i = 0; i < t; ++i) want.slice(0, 0, i + 1) += at::softmax(at::mv(k[kv].slice(0, 0, i + 1), q[h][i]) * scale, 0);
+    EXPECT_TRUE(at::allclose(imp[h], want, 1e-4, 1e-5)) << "head " << h;
+    EXPECT_NEAR(imp[h].sum().item<double>(), double(t), 1e-2);  // each row's weights sum to 1
+  }
+}
+
+// The random control keeps k distinct positions per layer, reads nothing but
+// them, draws the same for the same request and other ones for another
+// request or layer.
+TEST(Select, RandomKeepsKDrawnPositionsPerRequestAndLayer) {
+  at::manual_seed(6);
+  const int64_t hq = 4, hkv = 2, t = 3, p = 200, d = 8;
+  SelectorOptions opt;
+  opt.kind = SelectorKind::kRandom;
+  opt.retention = 0.1;
+  at::Tensor pk = at::randn({hkv, p, d}), pv = at::randn({hkv, p, d});
+  auto select = [&](const std::vector<int32_t>& request, int layer) {
+    LayerQkv qkv{layer, at::randn({hq, t, d}), at::randn({hkv, t, d}), at::randn({hkv, t, d}), 0.35f};
+    return SelectFromPrefix(ForRequest(opt, request), qkv, pk, pv);
+  };
+  const SelectedPrefix a = select({1, 2, 3}, 0);
+  EXPECT_EQ(a.kept, 20);
+  ASSERT_EQ(a.used.numel(), 20);
+  EXPECT_TRUE(at::equal(std::get<0>(at::_unique(a.used, /*sorted=*/true)), a.used)) << "distinct and ascending";
+  EXPECT_FALSE(a.kv.keep.defined()) << "every head sees the same positions";
+  EXPECT_TRUE(at::equal(a.kv.k, pk.index_select(1, a.used)));
+  EXPECT_TRUE(at::equal(a.kv.v, pv.index_select(1, a.used)));
+  EXPECT_TRUE(at::equal(select({1, 2, 3}, 0).used, a.used)) << "the same request draws the same";
+  EXPECT_FALSE(at::equal(select({1, 2, 4}, 0).used, a.used)) << "another request draws its own";
+  EXPECT_FALSE(at::equal(select({1, 2, 3}, 1).used, a.used)) << "so does another layer";
+}
+
 // The host implementations of the importance mask and the agreed sets are
 // the tensor formulas they replace, bit for bit: the same float operations in
 // the same order (the column sums add the rows in order, as at::sum does).

@@ -22,6 +22,9 @@ constexpr SystemRecipe kSystems[] = {
     {"impress", true, SelectorKind::kItf, PolicyKind::kScore, true},
     // Control: k positions per layer drawn at random (select/random.cc).
     {"random", true, SelectorKind::kRandom, PolicyKind::kLru, false},
+    // Control: the paper's static pre-identification (SPI), one importance per prefix from its own
+    // prefill (select/importance.h SelfImportance); `eval` only so far.
+    {"static", true, SelectorKind::kStatic, PolicyKind::kLru, false},
 };
 
 }  // namespace
@@ -39,7 +42,7 @@ const std::vector<std::string>& PaperSystemNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
     for (const SystemRecipe& r : kSystems)
-      if (r.kind != SelectorKind::kRandom) v.push_back(r.name);
+      if (r.kind != SelectorKind::kRandom && r.kind != SelectorKind::kStatic) v.push_back(r.name);
     return v;
   }();
   return names;
@@ -60,6 +63,7 @@ StatusOr<System> ParseSystem(const std::string& name, double retention, double a
 }
 
 bool DependsOnRetention(const System& s) { return s.select.kind != SelectorKind::kFull; }
+bool ServedFromStore(const System& s) { return s.select.kind != SelectorKind::kStatic; }
 bool DependsOnItf(const System& s) { return s.select.kind == SelectorKind::kItf; }
 
 }  // namespace impress

@@ -20,7 +20,7 @@ struct System {
   PolicyKind policy = PolicyKind::kLru;  // cache policy of the GPU and CPU tiers
   bool reorder = false;        // record importance for KV reordering (the caller runs the reorderer)
 };
-// recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress, and the control random.
+// recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress, and the controls random and static.
 const std::vector<std::string>& SystemNames();
 // The paper's seven (SystemNames without the controls), in the order its ablation adds IMPRESS's parts.
 const std::vector<std::string>& PaperSystemNames();
@@ -29,6 +29,9 @@ StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, do
 // Whether the retention changes what `s` computes (every selective system),
 // and whether IMPRESS's alpha and agreed-set unit do (systems with probe heads).
 bool DependsOnRetention(const System& s);
+// Whether `run` serves it from a store: every system but static, whose
+// per-prefix importance the store does not keep yet (`eval` runs it).
+bool ServedFromStore(const System& s);
 bool DependsOnItf(const System& s);
 
 }  // namespace impress

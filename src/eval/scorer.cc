@@ -2,12 +2,53 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
+
+#include "common/device_copy.h"
 #include "common/utf8.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "select/importance.h"
 #include "select/kv_codec_tensor.h"
 
 namespace impress {
+namespace {
+
+// Forwards to a cache, showing `see` each layer's queries and keys first.
+class ObservedKv final : public KvProvider {
+ public:
+  ObservedKv(KvProvider& inner, std::function<void(const LayerQkv&)> see) : inner_(inner), see_(std::move(see)) {}
+  PrefixKv Prefix(const LayerQkv& qkv) override {
+    see_(qkv);
+    return inner_.Prefix(qkv);
+  }
+  void Append(const LayerQkv& qkv) override { inner_.Append(qkv); }
+
+ private:
+  KvProvider& inner_;
+  std::function<void(const LayerQkv&)> see_;
+};
+
+// The static control: each head keeps the k prefix tokens that the prefix's
+// own prefill ranks highest (`importance` [Hq, P]), whatever the question.
+SelectedPrefix SelectStatic(const at::Tensor& importance, int64_t k, const at::Tensor& keys, const at::Tensor& values) {
+  SelectedPrefix s;
+  const int64_t p = keys.size(1);
+  s.total = p;
+  s.kv.k = keys;
+  s.kv.v = values;
+  if (k >= p) {
+    s.kept = p;
+    return s;
+  }
+  at::Tensor keep;
+  SetsUnion(TopKSets(ToHostNow(importance), k), p, &s.used, &keep);
+  s.kv.keep = ToDevice(keep, keys.device());
+  s.kept = k;
+  return s;
+}
+
+}  // namespace
 
 StatusOr<ScoredContext> TokenizeContext(const Tokenizer& tok, const std::string& context) {
   ScoredContext c;
@@ -102,7 +143,16 @@ Status Scorer::SetPrefix(const std::string& prefix) {
   counters_ = SelectionCounters(model_.config().num_layers);
   if (prefix_ids_.empty()) return Status::OK();
   RETURN_IF_ERROR(ValidateTokens(model_.config(), prefix_ids_, 0).WithContext("few-shot prefix"));
-  model_.Forward(prefix_ids_, 0, cache_);
+  if (select_.kind == SelectorKind::kStatic) {
+    // The prefix's own prefill rows rank its tokens, once: the paper's SPI.
+    static_importance_.assign(model_.config().num_layers, at::Tensor());
+    ObservedKv observed(cache_, [&](const LayerQkv& qkv) {
+      static_importance_[qkv.layer] = SelfImportance(qkv.q, qkv.k, qkv.scale);
+    });
+    model_.Forward(prefix_ids_, 0, observed);
+  } else {
+    model_.Forward(prefix_ids_, 0, cache_);
+  }
   held_ = prefix_tokens();
   if (codec_ != KvCodec::kNone) StoreChunks();
   return Status::OK();
@@ -133,7 +183,10 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
   // The shared prefix's KV is held; each layer of this document attends to the selection from it.
   const SelectorOptions opt = ForRequest(select_, ctx.ids);
   SelectedContextKv kv(model_.config().num_layers, [&](const LayerQkv& qkv) {
-    SelectedPrefix s = SelectFromPrefix(opt, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
+    SelectedPrefix s = select_.kind == SelectorKind::kStatic
+                           ? SelectStatic(static_importance_[qkv.layer].narrow(1, 0, m), RetainedTokens(select_.retention, m),
+                                          cache_.keys(qkv.layer), cache_.values(qkv.layer))
+                           : SelectFromPrefix(opt, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
     counters_.Add(qkv.layer, s);
     return s;
   });

@@ -79,6 +79,8 @@ class Scorer {
   // With a codec: the prefix's whole chunks as a store serves them (encoded,
   // decoded), per layer [heads, whole-chunk tokens, dim].
   std::vector<at::Tensor> stored_k_, stored_v_;
+  // The static control: each layer's importance [Hq, P] from the prefix's own prefill.
+  std::vector<at::Tensor> static_importance_;
   // Puts the held prefix's whole chunks through codec_ into stored_*, and
   // recomputes its partial last chunk over them.
   void StoreChunks();

@@ -241,6 +241,8 @@ StatusOr<std::vector<System>> ParseSystems(const RunConfig& o) {
   std::vector<System> systems;
   for (const std::string& name : o.systems) {
     ASSIGN_OR_RETURN(System s, ParseSystem(name, o.retention, o.alpha));
+    if (!ServedFromStore(s))
+      return Status::InvalidArgument("--system " + name + ": the store does not keep a prefix's own importance yet; `impress eval --system " + name + "` runs it");
     ASSIGN_OR_RETURN(s.select.unit, ParseItfUnit(o.itf_unit));
     ASSIGN_OR_RETURN(s.select.probe_layout, ParseProbeLayout(o.probe_layout));
     s.select.seed = o.seed;

@@ -82,6 +82,25 @@ at::Tensor KeysThenNew(const at::Tensor& prefix_k, const at::Tensor& new_k, int6
 
 }  // namespace
 
+at::Tensor SelfImportance(const at::Tensor& q, const at::Tensor& k, float scale) {
+  const int64_t hq = q.size(0), t = q.size(1), d = q.size(2), hkv = k.size(0), g = hq / hkv;
+  IMPRESS_CHECK(hq % hkv == 0 && k.size(1) == t);
+  constexpr int64_t kRows = 256;  // rows per block: [Hq, 256, T] scores at a time
+  const at::Tensor qf = (q.to(at::kFloat) * scale).view({hkv, g, t, d});
+  const at::Tensor kf = k.to(at::kFloat);
+  at::Tensor out = at::zeros({hq, t}, qf.options());
+  const auto opts = at::TensorOptions().device(q.device()).dtype(at::kLong);
+  for (int64_t r0 = 0; r0 < t; r0 += kRows) {
+    const int64_t tb = std::min(kRows, t - r0), s = r0 + tb;  // columns these rows see
+    const at::Tensor rows = qf.slice(2, r0, s).reshape({hkv, g * tb, d});
+    at::Tensor scores = at::bmm(rows, kf.slice(1, 0, s).transpose(1, 2)).view({hkv, g, tb, s});
+    const at::Tensor future = at::arange(s, opts).unsqueeze(0) > at::arange(r0, s, opts).unsqueeze(1);  // [tb, s]
+    scores.masked_fill_(future, -std::numeric_limits<float>::infinity());
+    out.slice(1, 0, s).add_(at::softmax(scores, -1).sum(2).reshape({hq, s}));
+  }
+  return out;
+}
+
 at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale,
                             int64_t room) {
   const int64_t hq = q.size(0), t = q.size(1), d = q.size(2);

@@ -23,6 +23,12 @@ namespace impress {
 at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale,
                             int64_t room = 0);
 
+// H2O's accumulated attention over a sequence's own prefill, the static
+// importance of the paper's SPI: each token's attention weight from every
+// row at or after it (causal), summed per query head. q [Hq, T, d] (RoPE
+// applied, unscaled), k [Hkv, T, d]; returns [Hq, T] in fp32 on q's device.
+at::Tensor SelfImportance(const at::Tensor& q, const at::Tensor& k, float scale);
+
 // Indices of the k highest scores per row of `importance` [H, P], ascending:
 // [H, k], on its device; among equal scores at the k-th, the lower indices.
 at::Tensor TopKSets(const at::Tensor& importance, int64_t k);

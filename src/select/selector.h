@@ -17,7 +17,7 @@
 
 namespace impress {
 
-enum class SelectorKind { kFull, kH2O, kItf, kRandom };
+enum class SelectorKind { kFull, kH2O, kItf, kRandom, kStatic };
 
 // What IMPRESS's agreed set is made of when the probe heads are trusted:
 // the k tokens the heads agree on (the paper), or k tokens packed into the
