@@ -96,13 +96,16 @@ expect "run without a model" "--model is required" -- run --task piqa
 expect "reproduce without a figure" "name a figure, or all (--list prints them)" -- reproduce --model "$src"
 expect "reproduce without a model" "--model is required" -- reproduce fig16
 
-# The name lists the scripts read: the system table's and the figure runner's, one per line.
-systems=$("$bin" run --list-systems | paste -sd,)
+# The name lists the scripts read: the system table's (the paper's seven, and
+# all with the controls) and the figure runner's, one per line.
+systems=$("$bin" run --list-paper-systems | paste -sd,)
+every=$("$bin" run --list-systems | paste -sd,)
 figures=$("$bin" reproduce --list | wc -l)
-if [ "$systems" = "recomp,as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress" ] && [ "$figures" -eq 17 ]; then
+if [ "$systems" = "recomp,as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress" ] &&
+   [ "$every" = "$systems,random,static" ] && [ "$figures" -eq 17 ]; then
   passed=$((passed + 1))
 else
-  echo "FAIL name lists: systems '$systems', $figures figures"; failures=$((failures + 1))
+  echo "FAIL name lists: systems '$systems', all '$every', $figures figures"; failures=$((failures + 1))
 fi
 
 echo "cli_errors: $passed passed, $failures failed"
