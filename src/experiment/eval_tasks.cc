@@ -77,13 +77,15 @@ struct Tally {
     return Status::OK();
   }
 
-  nlohmann::ordered_json Result(const std::string& task, int shots, int64_t prefix_tokens, const Scorer& scorer) const {
+  // `selection`: the scorer's counters over every prefix the documents had.
+  nlohmann::ordered_json Result(const std::string& task, int shots, int64_t prefix_tokens,
+                                const SelectionCounters& selection) const {
     const double acc = double(correct) / n, acc_norm = double(correct_norm) / n;
     return nlohmann::ordered_json{{"task", task}, {"n", n}, {"shots", shots}, {"acc", acc}, {"acc_norm", acc_norm},
                                   {"acc_stderr", MeanStderr(acc, n)}, {"acc_norm_stderr", MeanStderr(acc_norm, n)},
                                   {"gold_loglik_mean", gold_loglik / n}, {"prefix_tokens", prefix_tokens},
-                                  {"kept_share", scorer.selection().KeptShare()},
-                                  {"fallback_share", scorer.selection().FallbackShare()}, {"preds", preds}};
+                                  {"kept_share", selection.KeptShare()},
+                                  {"fallback_share", selection.FallbackShare()}, {"preds", preds}};
   }
 };
 
@@ -112,7 +114,7 @@ StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& t
     RETURN_IF_ERROR(t.Score(c, task.name, prefix, docs[i], scorer));
     progress.Update(i + 1);
   }
-  return t.Result(task.name, shots, scorer.prefix_tokens(), scorer);
+  return t.Result(task.name, shots, scorer.prefix_tokens(), scorer.selection());
 }
 
 // The retrieval task: each haystack is the prefix of its own questions.
@@ -127,8 +129,10 @@ StatusOr<nlohmann::ordered_json> EvalRetrieval(const EvalConfig& c, const Tokeni
   ASSIGN_OR_RETURN(std::vector<Haystack> hays, MakeHaystacks(RetrievalFiller(train), tok, ro, (want + per - 1) / per));
   Tally t;
   int64_t tokens = 0;
+  SelectionCounters selection;  // over every haystack (SetPrefix starts the scorer's own again)
   Progress progress("eval retrieval", want);
-  for (const Haystack& h : hays) {
+  for (size_t i = 0; i < hays.size(); ++i) {
+    const Haystack& h = hays[i];
     const std::string prefix = c.no_prefix ? "" : h.text;
     RETURN_IF_ERROR(scorer.SetPrefix(prefix));
     tokens += scorer.prefix_tokens();
@@ -137,8 +141,10 @@ StatusOr<nlohmann::ordered_json> EvalRetrieval(const EvalConfig& c, const Tokeni
       RETURN_IF_ERROR(t.Score(c, "retrieval", prefix, q, scorer));
       progress.Update(t.n);
     }
+    if (i == 0) selection = scorer.selection();
+    else selection.Merge(scorer.selection());
   }
-  nlohmann::ordered_json r = t.Result("retrieval", 0, tokens / static_cast<int64_t>(hays.size()), scorer);
+  nlohmann::ordered_json r = t.Result("retrieval", 0, tokens / static_cast<int64_t>(hays.size()), selection);
   r["haystacks"] = hays.size();
   r["generator"] = {{"haystack_tokens", ro.haystack_tokens}, {"needles_per_haystack", per},
                     {"needles_per_1k", ro.needles_per_1k}, {"choices", ro.choices}, {"seed", ro.seed},
