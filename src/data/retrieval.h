@@ -1,5 +1,5 @@
-// The retrieval task: haystacks of real filler text holding "The <key> code
-// is <value>." needles, after RULER's multi-key needle in a haystack
+// The retrieval task: haystacks of real filler text holding "The secret code
+// for <key> is <value>." needles, after RULER's multi-key needle in a haystack
 // (niah_multikey), each with one question per needle scored as lm-eval scores
 // multiple choice: the needle's value against other values of the same
 // haystack. Every question needs different prefix tokens, so a selection
