@@ -185,8 +185,6 @@ class Bench {
     return Status::OK();
   }
 
-  const Flags& flags() const { return f_; }
-
  private:
   // `requests` requests per system on the stored prefixes (one, untimed,
   // without `out`); with `out`, their TTFTs and first answers are kept.
