@@ -9,10 +9,12 @@
 # Each call may carry 64 MiB with the tree and run 10 minutes, so the trained
 # model's GGUF comes in three parts; each part is kept in build-gpu/ (ignored
 # by git, so it stays on the machine while it is warm) until the last arrives.
-#  call 1: build (impress, the tests, the store bench); the CUDA tests
+#  call 1: build (impress, the tests, the store bench); where the test
+#          binary's std::filesystem resolves (LinkOrder.*); the CUDA tests
 #          (tests/cuda_test.cc: every tier on CUDA against the CPU), the model
 #          tests against transformers on CUDA and the reuse tests, on the tiny
-#          checkpoints.
+#          checkpoints, one process per suite (a crash prints its test and
+#          stack: tests/crash_trace.cc).
 #  call 2: keeps the GGUF's second part; nothing else (a short call).
 #  call 3: joins the GGUF (its sha256 against gpu_prepare's), converts it with
 #          scripts/prepare_smollm2.py (config and tokenizer files: make setup's,
@@ -24,9 +26,9 @@
 #          O_DIRECT (the first of build-gpu/, /var/tmp, /tmp that does); the
 #          store's read bandwidth against fio where fio is installed; last,
 #          selection's share of TTFT in its parts, results/selection/README.md's
-#          runs (16 x 2K and 4 x 8K prefixes) on the device.
-#  call 4: those two runs alone, on call 3's model, when call 3's deadline
-#          cut them short (optional; CARRY_DIR is not read: pass ".").
+#          4 x 8K run on the device.
+#  call 4: the same for its 16 x 2K run, on call 3's model (CARRY_DIR is not
+#          read: pass ".").
 # Every step runs under its own limit and under the call's deadline
 # (CALL_LIMIT seconds, default 500, well under the 600 a command may run).
 # OUT_DIR gets gpu_check_CALL.log (everything printed), summary.md
@@ -77,10 +79,20 @@ cuda_tests() {
   local fixtures=(--tiny-only); [ -n "${2:-}" ] && fixtures=(--model "$2")
   limit 120 python3 scripts/make_fixtures.py "${fixtures[@]}" --out build-gpu/fixtures 2>&1 |
     grep -v -E "Loading|it/s" | tail -3
+  local log; log=$(mktemp)
   IMPRESS_FIXTURES=$PWD/build-gpu/fixtures IMPRESS_TEST_DEVICE=$tests_device IMPRESS_CUDA_TEST_DEVICE=$tests_device \
-    limit 200 build-gpu/impress_tests --gtest_filter="$1" 2>&1 |
-    tee -a "$out/cuda_tests.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|OK \]" | tail -40
-  grep -q "^\[  PASSED  \]" "$out/cuda_tests.log" && ! grep -q "^\[  FAILED  \]" "$out/cuda_tests.log"
+    limit 200 build-gpu/impress_tests --gtest_filter="$1" > "$log" 2>&1
+  cat "$log" >> "$out/cuda_tests.log"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|OK \]" "$log" | tail -40
+  grep -A40 "crash_trace:" "$log" | head -42
+  grep -q "^\[  PASSED  \]" "$log" && ! grep -q "^\[  FAILED  \]" "$log"
+}
+
+# link_order: which libraries the test binary needs first, and where its
+# std::filesystem calls resolve (tests/link_order_test.cc).
+link_order() {
+  readelf -d build-gpu/impress_tests | grep NEEDED | head -4
+  limit 60 build-gpu/impress_tests --gtest_filter='LinkOrder*:CrashTrace*' 2>&1 | tail -4 | tee -a "$out/cuda_tests.log"
 }
 
 trained_model() {  # $1: where to write it
@@ -130,16 +142,20 @@ systems_run() {  # TASK MODEL STORES
 selection_share() {
   local name=$1 model=$2 stores=$3; shift 3
   rm -rf "$stores/selection_$name"
-  limit 150 build-gpu/impress run --model "$model" --task piqa --data data --system as,h2o-lfu,impress-itf,impress \
+  limit "$SELECTION_LIMIT" build-gpu/impress run --model "$model" --task piqa --data data --system as,h2o-lfu,impress-itf,impress \
     --itf-unit token,chunk "$@" --disk-bw 128M --h2d-bw 640M --store "$stores/selection_$name" \
     --device "$device" --dtype "$dtype" --json "$out/selection_$name.json" > "$out/selection_$name.md" &&
     python3 scripts/selection_table.py "$out/selection_$name.json"
 }
-# selection_steps MODEL STORES: selection_share's two runs, each a step.
-selection_steps() {
-  run "selection's share, 16 x 2K" selection_share 2k "$1" "$2" "${selection_2k[@]}"
-  run "selection's share, 4 x 8K" selection_share 8k "$1" "$2" "${selection_8k[@]}"
+# selection_step SIZE MODEL STORES: one of selection_share's runs (2k or 8k)
+# as a step; on the device 4 x 8K takes about 135 s and 16 x 2K about 300 s
+# (results/gpu/device_2026-12-04b), so call 3 runs the first, call 4 the second.
+selection_step() {
+  local -n args=selection_$1
+  run "selection's share, ${titles[$1]}" selection_share "$1" "$2" "$3" "${args[@]}"
 }
+declare -A titles=([2k]="16 x 2K" [8k]="4 x 8K")
+SELECTION_LIMIT=${SELECTION_LIMIT:-330}
 if [ "${SCALE:-gpu}" = tiny ]; then
   selection_2k=(--pool 2 --prefix-tokens 256 --requests 2 --warmup 1 --gpu-cache 1M --cpu-cache 2M)
   selection_8k=(--pool 1 --prefix-tokens 512 --requests 2 --warmup 1 --gpu-cache 1M --cpu-cache 2M)
@@ -159,7 +175,9 @@ case "$call" in
   1)
     run "keep GGUF part 1" keep_part
     run build build_gpu impress impress_tests impress_store_bench || { step done; exit 1; }
-    run "CUDA tests" cuda_tests '*CudaPath*:*ModelVsTransformers*:*ReuseTest*'
+    run "link order" link_order
+    # One process per suite, so that a crash in one hides nothing of the others.
+    for suite in CudaPath ModelVsTransformers ReuseTest; do run "CUDA tests, $suite" cuda_tests "*$suite*"; done
     ;;
   2)
     run "keep GGUF part 2" keep_part
@@ -168,16 +186,18 @@ case "$call" in
     run "keep GGUF part 3" keep_part
     [ -x build-gpu/impress ] || { echo "no build-gpu/impress: call 1 did not build on this machine"; step done; exit 1; }
     run "the trained model from its GGUF" trained_model "$model" || { step done; exit 1; }
-    run "CUDA tests on the trained model" cuda_tests '*CudaPath*smollm2*:*ModelVsTransformers*smollm2*' "$model"
+    for suite in CudaPath ModelVsTransformers; do
+      run "CUDA tests on the trained model, $suite" cuda_tests "*$suite*smollm2*" "$model"
+    done
     find_stores
     for task in piqa rte; do run "impress run, $task, all seven systems" systems_run "$task" "$model" "$stores"; done
     run "store read bandwidth against fio" store_vs_fio "$stores"
-    selection_steps "$model" "$stores"
+    selection_step 8k "$model" "$stores"
     ;;
-  4)  # call 3's last two steps again, when its deadline cut them short
+  4)  # the 16 x 2K selection run, on call 3's model
     [ -f "$model/config.json" ] || { echo "no $model: call 3 did not convert the model on this machine"; step done; exit 1; }
     find_stores
-    selection_steps "$model" "$stores"
+    selection_step 2k "$model" "$stores"
     ;;
   *) echo "gpu_check: CALL is 1, 2, 3 or 4"; exit 2 ;;
 esac

@@ -35,11 +35,15 @@ def main():
         print()
     t = read(f"{out}/cuda_tests.log")
     if t:
-        passed = re.findall(r"^\[  PASSED  \] (\d+) test", t, re.M)
-        failed = re.findall(r"^\[  FAILED  \] (\S+)", t, re.M)
-        skipped = re.findall(r"^\[  SKIPPED \] (\d+) test", t, re.M)
-        print(f"CUDA tests: {passed[0] if passed else 0} passed, {len(set(failed))} failed, "
-              f"{skipped[0] if skipped else 0} skipped" + (": " + ", ".join(sorted(set(failed))) if failed else "") + "\n")
+        # The log holds one or more gtest runs (one per suite); a crashed run
+        # has no summary line, its crash_trace line names the test.
+        passed = sum(int(n) for n in re.findall(r"^\[  PASSED  \] (\d+) test", t, re.M))
+        failed = [n.rstrip(",") for n in re.findall(r"^\[  FAILED  \] (\S+)", t, re.M) if not n.isdigit()]
+        skipped = sum(int(n) for n in re.findall(r"^\[  SKIPPED \] (\d+) test", t, re.M))
+        crashed = re.findall(r"crash_trace: signal (.*?) in test (\S+?);", t)
+        print(f"CUDA tests: {passed} passed, {len(set(failed))} failed, {skipped} skipped"
+              + (": " + ", ".join(sorted(set(failed))) if failed else "")
+              + "".join(f"; crashed ({sig}) in {name}" for sig, name in crashed) + "\n")
     mt = read(f"{out}/model.txt")
     if mt:
         print("Model: " + mt.strip() + "\n")
