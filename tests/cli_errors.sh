@@ -77,6 +77,9 @@ spec = json.load(open(sys.argv[1])); spec["results"][1]["acc"] = "high"; json.du
 expect "expected row of the wrong type" "$tmp/shape.json: results rte/recomp acc is not a number" -- regress --model "$src" --expected "$tmp/shape.json"
 echo '{"config": {"tasks": ["piqa"], "systems": ["recomp"], "shots": 5, "limit": 2.5, "seed": 1, "retention": 1, "alpha": 0.6}, "tolerance": {}, "results": []}' >"$tmp/shape.json"
 expect "expected config of the wrong type" "$tmp/shape.json: config.limit is not a non-negative integer" -- regress --model "$src" --expected "$tmp/shape.json"
+echo '{"config": {"tasks": ["piqa"], "systems": ["recomp"], "shots": 5, "limit": 2, "seed": 1, "retention": 1, "alpha": 0.6, "retrieval": {"systems": ["recomp"], "prefix_tokens": 1024, "limit": 0}}, "tolerance": {}, "results": []}' >"$tmp/shape.json"
+expect "retrieval row of no questions" "$tmp/shape.json: config.retrieval.limit is not a positive integer" -- regress --model "$src" --expected "$tmp/shape.json"
+expect "substitute without a system" "--substitute impress: not SPEC_SYSTEM=SYSTEM" -- regress --model "$src" --expected "$(dirname "$0")/expected/accuracy_smollm2.json" --substitute impress
 
 expect "no store" "$tmp/nostore: no store here (MANIFEST missing)" -- store compact --store "$tmp/nostore"
 st=$tmp/store; mkdir -p "$st"; : >"$st/LOCK"

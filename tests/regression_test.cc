@@ -26,6 +26,8 @@ class RegressionTest : public ::testing::Test {
     // accuracy_regression test.
     spec_["config"]["tasks"] = {"piqa"};
     spec_["config"]["systems"] = {"recomp"};
+    retrieval_ = spec_["config"]["retrieval"];
+    spec_["config"].erase("retrieval");
     auto tok = Tokenizer::FromFile(dir + "/tokenizer.json");
     ASSERT_TRUE(tok.ok()) << tok.status().message();
     tok_ = std::move(*tok);
@@ -34,7 +36,7 @@ class RegressionTest : public ::testing::Test {
     model_ = std::move(*model);
   }
 
-  nlohmann::ordered_json spec_;
+  nlohmann::ordered_json spec_, retrieval_;
   std::unique_ptr<Tokenizer> tok_;
   std::unique_ptr<Model> model_;
 };
@@ -55,12 +57,32 @@ TEST_F(RegressionTest, OneCharacterTemplateChangeFails) {
     d->text[at + 7] = ';';
     ++edited;
   };
-  auto rows = RunRegression(*model_, *tok_, spec_, testing::DataDir(), edit);
+  auto rows = RunRegression(*model_, *tok_, spec_, testing::DataDir(), {}, edit);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   EXPECT_GT(edited, 0);
   Status s = CompareRegression(spec_, *rows, /*require_all=*/false);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("piqa/recomp gold_loglik_mean"), std::string::npos) << s.message();
+}
+
+TEST_F(RegressionTest, RandomInPlaceOfImpressFailsTheRetrievalRow) {
+  // The committed retrieval row of `impress`, scored with a uniformly random
+  // selection of the same retention: a broken selection must not pass.
+  ASSERT_TRUE(retrieval_.is_object()) << "the committed file has no config.retrieval";
+  spec_["config"]["retrieval"] = retrieval_;
+  RegressionSelection only;
+  only.tasks = {"retrieval"};
+  only.systems = {"impress"};
+  auto rows = RunRegression(*model_, *tok_, spec_, testing::DataDir(), only);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_TRUE(CompareRegression(spec_, *rows, /*require_all=*/false).ok());  // impress itself holds
+  only.substitute = {{"impress", "random"}};
+  rows = RunRegression(*model_, *tok_, spec_, testing::DataDir(), only);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  Status s = CompareRegression(spec_, *rows, /*require_all=*/false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("retrieval/impress acc "), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -188,6 +188,12 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
                                           cache_.keys(qkv.layer), cache_.values(qkv.layer))
                            : SelectFromPrefix(opt, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
     counters_.Add(qkv.layer, s);
+    if (recall_) {
+      SelectorOptions exact = opt;
+      exact.kind = SelectorKind::kH2O;
+      const SelectedPrefix reference = SelectFromPrefix(exact, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
+      counters_.AddRecall(RecallAgainst(s, reference, qkv.q.size(0)));
+    }
     return s;
   });
   at::Tensor last = at::log_softmax(model_.Forward(rest, m, kv)[0], -1).cpu();

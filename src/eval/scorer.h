@@ -65,6 +65,10 @@ class Scorer {
   StatusOr<DocScore> Score(const Doc& doc);
   // What selection did over the documents scored since SetPrefix.
   const SelectionCounters& selection() const { return counters_; }
+  // On: every layer selection is also scored against H2O's exact per-head
+  // top-k from the same question rows over every prefix key (the paper's
+  // Fig. 5 recall; selection().Recall()). Costs one more H2O selection a layer.
+  void MeasureRecall(bool on) { recall_ = on; }
 
  private:
   Model& model_;
@@ -76,6 +80,7 @@ class Scorer {
   SelectorOptions select_;
   KvCodec codec_;
   SelectionCounters counters_;
+  bool recall_ = false;
   // With a codec: the prefix's whole chunks as a store serves them (encoded,
   // decoded), per layer [heads, whole-chunk tokens, dim].
   std::vector<at::Tensor> stored_k_, stored_v_;

@@ -81,11 +81,14 @@ struct Tally {
   nlohmann::ordered_json Result(const std::string& task, int shots, int64_t prefix_tokens,
                                 const SelectionCounters& selection) const {
     const double acc = double(correct) / n, acc_norm = double(correct_norm) / n;
-    return nlohmann::ordered_json{{"task", task}, {"n", n}, {"shots", shots}, {"acc", acc}, {"acc_norm", acc_norm},
+    nlohmann::ordered_json r{{"task", task}, {"n", n}, {"shots", shots}, {"acc", acc}, {"acc_norm", acc_norm},
                                   {"acc_stderr", MeanStderr(acc, n)}, {"acc_norm_stderr", MeanStderr(acc_norm, n)},
                                   {"gold_loglik_mean", gold_loglik / n}, {"prefix_tokens", prefix_tokens},
                                   {"kept_share", selection.KeptShare()},
-                                  {"fallback_share", selection.FallbackShare()}, {"preds", preds}};
+                                  {"fallback_share", selection.FallbackShare()}};
+    if (selection.recall_n > 0) r["recall_h2o"] = selection.Recall();
+    r["preds"] = preds;
+    return r;
   }
 };
 
@@ -171,6 +174,7 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));
   ASSIGN_OR_RETURN(const KvCodec codec, ParseKvCodec(c.kv_codec));
   Scorer scorer(model, tok, select, codec);
+  scorer.MeasureRecall(c.recall);
   nlohmann::ordered_json j = {{"system", c.system}, {"shots", c.shots}, {"max_prefix_tokens", c.prefix_tokens},
                               {"seed", c.seed}, {"limit", c.limit},
                               {"retention", c.retention}, {"alpha", c.alpha},

@@ -44,6 +44,9 @@ struct EvalConfig {
   // haystacks as that takes.
   RetrievalOptions retrieval;
   bool no_prefix = false;          // score every document with no prefix at all (the floor)
+  // Each selecting system's recall of H2O's exact per-head top-k (Fig. 5):
+  // "recall_h2o" in each result (Scorer::MeasureRecall).
+  bool recall = false;
   std::ostream* samples = nullptr; // per-document records (JSONL) when set
   // Applied to every loaded document (shots and scored ones) before prompts
   // are built: lets a test alter what a template produced.
@@ -54,8 +57,9 @@ struct EvalConfig {
 // {"system", "shots", "max_prefix_tokens", ..., "results": [{"task", "n",
 // "shots", "acc", "acc_norm", "acc_stderr", "acc_norm_stderr",
 // "gold_loglik_mean", "prefix_tokens", "kept_share", "fallback_share",
-// "preds"}, ...]}, one result per task in order; "shots" per task is what
-// the prefix holds; "preds" holds each document's predicted choice (acc's argmax).
+// "recall_h2o" (with `recall`, where a selection ran), "preds"}, ...]}, one
+// result per task in order; "shots" per task is what the prefix holds;
+// "preds" holds each document's predicted choice (acc's argmax).
 // Errors name the split file or the document.
 StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& config);
 

@@ -1,5 +1,6 @@
 #include "experiment/regression.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -12,6 +13,11 @@ nlohmann::ordered_json DefaultRegressionSpec() {
   nlohmann::ordered_json spec;
   spec["config"] = {{"tasks", {"piqa", "rte", "copa", "openbookqa"}}, {"systems", {"recomp", "impress"}},
                     {"shots", 5}, {"limit", 20}, {"seed", 1234}, {"retention", 0.25}, {"alpha", 0.6}};
+  // Where the prefix decides the answer: 1K-token haystacks, 40 questions
+  // (results/retrieval/README.md: full KV 0.925, h2o-lru 0.575, impress 0.35,
+  // random 0.20 on these), so a selection that keeps the wrong tokens moves acc
+  // by several questions.
+  spec["config"]["retrieval"] = {{"systems", {"recomp", "h2o-lru", "impress"}}, {"prefix_tokens", 1024}, {"limit", 40}};
   // acc moves in steps of 1/limit: one document may flip on another CPU's
   // rounding, two may not. The gold log-likelihood (a sum over the choice's
   // tokens) moves ~1e-4 with thread count and BLAS; a one-character prompt
@@ -37,6 +43,18 @@ Status ValidateRegressionSpec(const nlohmann::ordered_json& spec, bool results_o
       return Status::InvalidArgument(std::string("config.") + key + " is not a non-negative integer");
   for (const char* key : {"retention", "alpha"})
     if (!c.contains(key) || !c[key].is_number()) return Status::InvalidArgument(std::string("config.") + key + " is not a number");
+  if (c.contains("retrieval")) {
+    const json& r = c["retrieval"];
+    if (!r.is_object()) return Status::InvalidArgument("config.retrieval is not an object");
+    if (!r.contains("systems") || !r["systems"].is_array() || r["systems"].empty())
+      return Status::InvalidArgument("config.retrieval.systems is not a list of names");
+    for (const json& v : r["systems"])
+      if (!v.is_string()) return Status::InvalidArgument("config.retrieval.systems holds " + v.dump() + ", not a name");
+    for (const char* key : {"prefix_tokens", "limit"})
+      if (!r.contains(key) || !r[key].is_number_integer() || r[key].get<int64_t>() <= 0 ||
+          r[key].get<int64_t>() > (int64_t{1} << 31))
+        return Status::InvalidArgument(std::string("config.retrieval.") + key + " is not a positive integer");
+  }
   if (!spec.contains("tolerance") || !spec["tolerance"].is_object()) return Status::InvalidArgument("no \"tolerance\" object");
   for (const auto& [metric, tol] : spec["tolerance"].items())
     if (!tol.is_number() || tol.get<double>() < 0) return Status::InvalidArgument("tolerance." + metric + " is not a non-negative number");
@@ -54,29 +72,55 @@ Status ValidateRegressionSpec(const nlohmann::ordered_json& spec, bool results_o
   return Status::OK();
 }
 
+namespace {
+
+bool Keeps(const std::vector<std::string>& only, const std::string& name) {
+  return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+}
+
+}  // namespace
+
 StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& tok, const nlohmann::ordered_json& spec,
-                                               const std::string& data_dir,
+                                               const std::string& data_dir, const RegressionSelection& selection,
                                                const std::function<void(Doc*)>& edit_doc) {
   if (!spec.contains("config") || !spec["config"].is_object()) return Status::InvalidArgument("no \"config\" object");
   const auto& c = spec["config"];
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  // One evaluation of `system` (the spec's name) over `tasks`, its rows appended.
+  auto evaluate = [&](const std::string& system, std::vector<std::string> tasks, EvalConfig e) -> Status {
+    tasks.erase(std::remove_if(tasks.begin(), tasks.end(), [&](const std::string& t) { return !Keeps(selection.tasks, t); }),
+                tasks.end());
+    if (tasks.empty() || !Keeps(selection.systems, system)) return Status::OK();
+    auto sub = selection.substitute.find(system);
+    e.tasks = std::move(tasks);
+    e.data = data_dir;
+    e.system = sub == selection.substitute.end() ? system : sub->second;
+    e.seed = c.at("seed").get<uint64_t>();
+    e.retention = c.at("retention").get<double>();
+    e.alpha = c.at("alpha").get<double>();
+    e.kv_codec = c.value("kv_codec", std::string("fp16"));
+    e.edit_doc = edit_doc;
+    ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTasks(model, tok, e));
+    for (const auto& t : r["results"])
+      rows.push_back({{"task", t["task"]}, {"system", system}, {"n", t["n"]}, {"acc", t["acc"]},
+                      {"acc_norm", t["acc_norm"]}, {"gold_loglik_mean", t["gold_loglik_mean"]}});
+    return Status::OK();
+  };
   try {
     for (const std::string system : c.at("systems")) {
       EvalConfig e;
-      e.tasks = c.at("tasks").get<std::vector<std::string>>();
-      e.data = data_dir;
-      e.system = system;
       e.shots = c.at("shots").get<int>();
       e.limit = c.at("limit").get<int>();
-      e.seed = c.at("seed").get<uint64_t>();
-      e.retention = c.at("retention").get<double>();
-      e.alpha = c.at("alpha").get<double>();
-      e.kv_codec = c.value("kv_codec", std::string("fp16"));
-      e.edit_doc = edit_doc;
-      ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTasks(model, tok, e));
-      for (const auto& t : r["results"])
-        rows.push_back({{"task", t["task"]}, {"system", system}, {"n", t["n"]}, {"acc", t["acc"]},
-                        {"acc_norm", t["acc_norm"]}, {"gold_loglik_mean", t["gold_loglik_mean"]}});
+      RETURN_IF_ERROR(evaluate(system, c.at("tasks").get<std::vector<std::string>>(), e));
+    }
+    if (c.contains("retrieval")) {
+      const auto& r = c["retrieval"];
+      for (const std::string system : r.at("systems")) {
+        EvalConfig e;
+        e.prefix_tokens = r.at("prefix_tokens").get<int64_t>();
+        e.limit = r.at("limit").get<int>();
+        RETURN_IF_ERROR(evaluate(system, {"retrieval"}, e));
+      }
     }
   } catch (const nlohmann::json::exception& ex) {
     return Status::InvalidArgument(std::string("bad \"config\": ") + ex.what());

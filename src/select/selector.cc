@@ -24,6 +24,24 @@ SelectorOptions ForRequest(const SelectorOptions& opt, const std::vector<int32_t
   return o;
 }
 
+at::Tensor HeadSets(const SelectedPrefix& s, int64_t heads) {
+  if (!s.used.defined()) return at::ones({heads, s.total}, at::kBool);
+  at::Tensor sets = at::zeros({heads, s.total}, at::kBool);
+  const at::Tensor used = s.used.to(at::kCPU, at::kLong);
+  if (s.kv.keep.defined()) {
+    sets.index_copy_(1, used, s.kv.keep.to(at::kCPU, at::kBool).narrow(1, 0, used.size(0)));
+  } else {
+    sets.index_fill_(1, used, true);
+  }
+  return sets;
+}
+
+double RecallAgainst(const SelectedPrefix& s, const SelectedPrefix& reference, int64_t heads) {
+  const at::Tensor ref = HeadSets(reference, heads);
+  const at::Tensor hit = (HeadSets(s, heads) & ref).sum(1).to(at::kDouble);
+  return (hit / ref.sum(1).to(at::kDouble).clamp_min(1)).mean().item<double>();
+}
+
 void SelectionCounters::Add(int layer, const SelectedPrefix& s) {
   probes[layer] += s.probed;
   fallbacks[layer] += s.fallback;
@@ -36,6 +54,8 @@ void SelectionCounters::Add(int layer, const SelectedPrefix& s) {
 }
 
 void SelectionCounters::Merge(const SelectionCounters& o) {
+  recall_sum += o.recall_sum;
+  recall_n += o.recall_n;
   for (size_t l = 0; l < o.probes.size() && l < probes.size(); ++l) {
     probes[l] += o.probes[l];
     fallbacks[l] += o.fallbacks[l];

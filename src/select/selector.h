@@ -69,10 +69,23 @@ at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, cons
 SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& prefix_k,
                                 const at::Tensor& prefix_v);
 
+// Which prefix positions each of `heads` query heads attends to under `s`:
+// [heads, s.total] bool, on the host.
+at::Tensor HeadSets(const SelectedPrefix& s, int64_t heads);
+// The paper's recall (Fig. 5) of `s` against `reference` (H2O's exact
+// per-head top-k): per query head, |s's set ∩ reference's set| / |reference's
+// set|, averaged over the heads.
+double RecallAgainst(const SelectedPrefix& s, const SelectedPrefix& reference, int64_t heads);
+
 // Per-layer tallies over many selections (Fig. 19: fallbacks and load ratio).
 struct SelectionCounters {
   explicit SelectionCounters(int layers = 0) : probes(layers), fallbacks(layers), kept(layers), total(layers) {}
   void Add(int layer, const SelectedPrefix& s);
+  // Adds one layer selection's recall of H2O's exact top-k (RecallAgainst).
+  void AddRecall(double recall) { recall_sum += recall, ++recall_n; }
+  double recall_sum = 0;
+  int64_t recall_n = 0;
+  double Recall() const { return recall_n > 0 ? recall_sum / static_cast<double>(recall_n) : 0.0; }
   // Adds another tally of the same number of layers (an empty one adds nothing).
   void Merge(const SelectionCounters& other);
   std::vector<int64_t> probes, fallbacks, kept, total;
