@@ -87,6 +87,29 @@ def plot_fig15(fig):
     return f
 
 
+def plot_spi(fig):
+    """Fig. 5: per task, recall of H2O's top-k (top) and accuracy (bottom) against retention."""
+    t, r, s = col(fig, "task"), col(fig, "retention"), col(fig, "system")
+    rec, acc, full = col(fig, "recall"), col(fig, "acc"), col(fig, "acc_recomp")
+    tasks = list(dict.fromkeys(x[t] for x in fig["rows"]))
+    systems = list(dict.fromkeys(x[s] for x in fig["rows"]))
+    f, axes = plt.subplots(2, len(tasks), figsize=(3.6 * len(tasks), 6), squeeze=False)
+    for i, task in enumerate(tasks):
+        rows = [x for x in fig["rows"] if x[t] == task]
+        for name in systems:
+            pts = sorted((x[r], x[rec], x[acc]) for x in rows if x[s] == name)
+            axes[0][i].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+            axes[1][i].plot([p[0] for p in pts], [p[2] for p in pts], marker="o", label=name)
+        axes[1][i].axhline(rows[0][full], color="gray", linestyle="--", label="recomp")
+        axes[0][i].set_title(task)
+        for ax, ylabel in ((axes[0][i], "recall of H2O's top-k"), (axes[1][i], "accuracy")):
+            ax.set_xscale("log")
+            ax.set_xlabel("retention")
+            ax.set_ylabel(ylabel)
+        axes[1][i].legend(fontsize=6)
+    return f
+
+
 def plot_head_jaccard(fig):
     s = fig["series"]
     mats, h = s["jaccard"], s["heads"]
@@ -171,6 +194,7 @@ PLOTS = {
         "Jaccard")),
     "chunk-importance": plot_chunk_importance,
     "fig15": plot_fig15,
+    "spi": plot_spi,
     "fig16": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft_mean_ms", "mean TTFT ms")),
     "fig17": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "io_mean_ms", "I/O time ms")),
     "tail": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft_p99_ms", "p99 TTFT ms")),

@@ -12,11 +12,12 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 OMP_NUM_THREADS=1 "$bin" reproduce all --model "$(model tiny-llama-gqa)" --model "$(model tiny-opt-preln)" \
   --out "$tmp/figs" --store "$tmp/stores" --data "$data" --tasks piqa,copa --task piqa --prefixes 2 \
   --prefix-tokens 96 --requests 2 --warmup 2 --gpu-cache 128K --cpu-cache 256K --disk-bw 0 --h2d-bw 0 \
-  --docs 3 --shots 1 --analysis-docs 2 --retention 1,0.25 --alpha 0,0.6 --chunk 16,32 --pool 2,3 >"$tmp/out"
+  --docs 3 --shots 1 --analysis-docs 2 --retention 1,0.25 --alpha 0,0.6 --chunk 16,32 --pool 2,3 \
+  --retrieval-tokens 256 --retrieval-questions 4 >"$tmp/out"
 python3 - "$tmp/figs" $("$bin" reproduce --list) <<'PY'
 import csv, json, os, sys
 d, names = sys.argv[1], sys.argv[2:]
-assert len(names) == 17, names
+assert len(names) == 18, names
 for n in names:
     j = json.load(open(os.path.join(d, n + ".json")))
     assert j["name"] == n and j["rows"], n
@@ -35,6 +36,16 @@ for r in f15["rows"]:  # keeping every token is full reuse: recomp's accuracy an
     assert 0 <= r[6] <= 1 and 0 <= r[7] <= 1, r
     if r[1] == 1:
         assert r[3] == r[2] and r[4] == r[2] and r[6] == 1 and r[7] == 1, r
+spi = json.load(open(os.path.join(d, "spi.json")))
+si = {c: i for i, c in enumerate(spi["column_ids"])}
+assert len(spi["rows"]) == 3 * 2 * 5, "spi: every (task, retention, system), retrieval beside the two tasks"
+assert {r[si["task"]] for r in spi["rows"]} == {"piqa", "copa", "retrieval"}
+for r in spi["rows"]:
+    assert 0 <= r[si["recall"]] <= 1 + 1e-9, r
+    if r[si["retention"]] == 1 or r[si["system"]] == "h2o-lru":  # H2O's own top-k, or every token
+        assert abs(r[si["recall"]] - 1) < 1e-9, r
+    if r[si["retention"]] == 1:
+        assert r[si["acc"]] == r[si["acc_recomp"]], r
 f25 = json.load(open(os.path.join(d, "fig25.json")))
 assert len({r[0] for r in f25["rows"]}) == 2, "fig25: one group per model"
 codec = json.load(open(os.path.join(d, "codec.json")))
@@ -61,5 +72,5 @@ for n in ("fig19", "fig15"):
 PY
 python3 "$plot" "$tmp/figs" >/dev/null
 n=$(ls "$tmp/figs"/*.png | wc -l)
-[ "$n" -eq 17 ] || { echo "plot.py drew $n of 17 figures"; exit 1; }
-echo "reproduce_smoke: 17 figures written and drawn"
+[ "$n" -eq 18 ] || { echo "plot.py drew $n of 18 figures"; exit 1; }
+echo "reproduce_smoke: 18 figures written and drawn"

@@ -220,6 +220,33 @@ TEST(Select, RandomKeepsKDrawnPositionsPerRequestAndLayer) {
   EXPECT_FALSE(at::equal(select({1, 2, 3}, 1).used, a.used)) << "so does another layer";
 }
 
+// Recall (Fig. 5) counts, per query head, how much of the reference head's
+// set the selection keeps, from the three shapes a selection has: every
+// position, one set for all heads, a set per head.
+TEST(Select, RecallAgainstCountsEachHeadsShareOfTheReference) {
+  const int64_t hq = 2, p = 10;
+  SelectedPrefix every;
+  every.total = p;
+  SelectedPrefix shared;  // positions {1, 2, 3, 4} for both heads
+  shared.total = p;
+  shared.used = Idx({1, 2, 3, 4});
+  SelectedPrefix per_head;  // head 0: {1, 5}; head 1: {5, 7}
+  per_head.total = p;
+  per_head.used = Idx({1, 5, 7});
+  per_head.kv.keep = at::tensor(std::vector<int64_t>{1, 1, 0, 0, 1, 1}).to(at::kBool).view({hq, 3});
+  const at::Tensor sets = HeadSets(per_head, hq);
+  ASSERT_EQ(sets.sizes(), (at::IntArrayRef{hq, p}));
+  EXPECT_TRUE(at::equal(sets[0].nonzero().flatten(), Idx({1, 5})));
+  EXPECT_TRUE(at::equal(sets[1].nonzero().flatten(), Idx({5, 7})));
+  EXPECT_EQ(HeadSets(every, hq).sum().item<int64_t>(), hq * p);
+  EXPECT_DOUBLE_EQ(RecallAgainst(per_head, per_head, hq), 1.0);
+  EXPECT_DOUBLE_EQ(RecallAgainst(every, per_head, hq), 1.0);
+  // head 0 keeps 1 of {1, 5}, head 1 none of {5, 7}
+  EXPECT_DOUBLE_EQ(RecallAgainst(shared, per_head, hq), (0.5 + 0.0) / 2);
+  // against the shared set: head 0 keeps {1} of 4, head 1 nothing
+  EXPECT_DOUBLE_EQ(RecallAgainst(per_head, shared, hq), (0.25 + 0.0) / 2);
+}
+
 // The host implementations of the importance mask and the agreed sets are
 // the tensor formulas they replace, bit for bit: the same float operations in
 // the same order (the column sums add the rows in order, as at::sum does).

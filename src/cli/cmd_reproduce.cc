@@ -82,7 +82,8 @@ nlohmann::ordered_json ScaleJson(const FigureScale& s) {
           {"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots}, {"eval_prefix_tokens", s.eval_prefix_tokens},
           {"analysis_docs", s.analysis_docs}, {"retentions", s.retentions}, {"alphas", s.alphas},
           {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype}, {"itf_unit", s.itf_unit}, {"probe_layout", s.probe_layout},
-          {"eval_chunk", s.eval_chunk}, {"seed", s.seed}, {"remote", s.remote}, {"remote_bw", s.remote_bw}};
+          {"eval_chunk", s.eval_chunk}, {"retrieval_tokens", s.retrieval_tokens},
+          {"retrieval_questions", s.retrieval_questions}, {"seed", s.seed}, {"remote", s.remote}, {"remote_bw", s.remote_bw}};
 }
 
 // The command that reruns this figure at this scale, every knob spelled out.
@@ -99,7 +100,9 @@ std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
                                  : " --shots " + std::to_string(s.shots))
     << " --analysis-docs " << s.analysis_docs << " --retention " << JoinNum(s.retentions) << " --alpha "
     << JoinNum(s.alphas) << " --chunk " << JoinNum(s.chunks) << " --pool " << JoinNum(s.pools) << " --itf-unit "
-    << s.itf_unit << " --probe-layout " << s.probe_layout << " --eval-chunk " << s.eval_chunk << " --seed " << s.seed;
+    << s.itf_unit << " --probe-layout " << s.probe_layout << " --eval-chunk " << s.eval_chunk
+    << " --retrieval-tokens " << s.retrieval_tokens << " --retrieval-questions " << s.retrieval_questions
+    << " --seed " << s.seed;
   if (!s.remote.empty()) c << " --remote " << s.remote << " --remote-bw " << o.remote_bw;
   return c.str();
 }
@@ -261,7 +264,9 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
       ->check(NonNegativeNumber())
       ->excludes(shots);
   cmd->add_option("--analysis-docs", s->analysis_docs, "documents for the motivation figures")->check(PositiveNumber());
-  cmd->add_option("--retention", s->retentions, "fig15's retentions")->delimiter(',')->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--retention", s->retentions, "fig15's and spi's retentions")->delimiter(',')->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--retrieval-tokens", s->retrieval_tokens, "spi: tokens per retrieval haystack")->check(PositiveNumber());
+  cmd->add_option("--retrieval-questions", s->retrieval_questions, "spi: retrieval questions")->check(PositiveNumber());
   cmd->add_option("--alpha", s->alphas, "fig22's alphas")->delimiter(',')->check(NonNegativeNumber());
   cmd->add_option("--chunk", s->chunks, "fig23's chunk sizes")->delimiter(',')->check(PositiveNumber());
   cmd->add_option("--pool", s->pools, "fig24's pool sizes (prefixes)")->delimiter(',')->check(PositiveNumber());

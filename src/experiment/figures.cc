@@ -62,7 +62,7 @@ FigureRunner::FigureRunner(std::vector<FigureModel> models, FigureScale scale, s
 
 const std::vector<std::string>& FigureRunner::Names() {
   static const std::vector<std::string> names = {
-      "io-share", "head-jaccard", "similarity-ratio", "chunk-importance", "fig15", "fig16", "fig17", "tail",
+      "io-share", "head-jaccard", "similarity-ratio", "chunk-importance", "spi", "fig15", "fig16", "fig17", "tail",
       "fig18", "fig19", "fig20", "fig21", "fig22", "fig23", "fig24", "fig25", "codec"};
   return names;
 }
@@ -141,7 +141,7 @@ StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
                                 {"prefix_tokens", c.prefix_tokens},
                                 {"limit", c.limit}, {"seed", c.seed}, {"retention", c.retention}, {"alpha", c.alpha},
                                 {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout},
-                                {"kv_codec", c.kv_codec}}
+                                {"kv_codec", c.kv_codec}, {"recall", c.recall}}
                               .dump();
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
@@ -154,6 +154,7 @@ StatusOr<RunResults> FigureRunner::AllSystems(const std::string& task) { return 
 
 StatusOr<Figure> FigureRunner::Make(const std::string& name) {
   if (name == "fig15") return Fig15();
+  if (name == "spi") return Spi();
   if (name == "fig16" || name == "fig17" || name == "tail" || name == "io-share") return TtftFigure(name);
   if (name == "fig18") return Fig18();
   if (name == "fig19") return Fig19();
@@ -204,6 +205,54 @@ StatusOr<Figure> FigureRunner::Fig15() {
                          : std::to_string(scale_.shots) + "-shot"));
   f.notes.push_back("agrees with recomp: the share of documents on which the system predicts the choice that the "
                     "full prefix KV predicts, right or wrong");
+  return f;
+}
+
+StatusOr<Figure> FigureRunner::Spi() {
+  Figure f;
+  f.name = "spi";
+  f.title = "Recall of H2O's exact per-head top-k, and accuracy, vs retention (Fig. 5)";
+  f.paper = "a static, query-independent choice (SPI) misses the tokens a query needs and loses accuracy";
+  f.columns = {{"task", "task"}, {"retention", "retention"}, {"system", "system"},
+               {"recall", "recall of H2O's top-k"}, {"acc", "acc"}, {"acc_recomp", "recomp acc"},
+               {"kept_share", "kept share"}};
+  // (system, ITF unit) pairs; `impress` selects as `impress-itf` does (reordering
+  // and caching move KV, not the choice), so it is not a row of its own.
+  const std::vector<std::pair<std::string, std::string>> systems = {
+      {"static", "token"}, {"random", "token"}, {"h2o-lru", "token"}, {"impress-itf", "token"}, {"impress-itf", "chunk"}};
+  std::vector<std::pair<std::string, EvalConfig>> bases;  // per task
+  for (const std::string& t : scale_.tasks) bases.emplace_back(t, BaseEval({t}));
+  EvalConfig retrieval = BaseEval({"retrieval"});
+  retrieval.shots = 0;
+  retrieval.prefix_tokens = scale_.retrieval_tokens;
+  retrieval.limit = scale_.retrieval_questions;
+  retrieval.chunk = 64;  // haystacks are cut as a store cuts them
+  bases.emplace_back("retrieval", retrieval);
+  for (const auto& [task, base] : bases) {
+    ASSIGN_OR_RETURN(ojson full, Eval(models_[0], base));
+    const double acc_full = full["results"][0]["acc"];
+    for (double r : scale_.retentions) {
+      for (const auto& [system, unit] : systems) {
+        EvalConfig e = base;
+        e.system = system;
+        e.itf_unit = unit;
+        e.retention = r;
+        e.recall = true;
+        ASSIGN_OR_RETURN(ojson got, Eval(models_[0], e));
+        const ojson& res = got["results"][0];
+        f.rows.push_back({task, r, system + (system == "impress-itf" ? " (" + unit + ")" : ""),
+                          res.value("recall_h2o", 0.0), res["acc"], acc_full, res["kept_share"]});
+      }
+    }
+  }
+  f.notes.push_back("recall: per layer and query head, the share of H2O's exact top-k (the request's question rows "
+                    "over every prefix key, k = retention x prefix tokens) that the system keeps, averaged over "
+                    "heads, layers and documents; h2o-lru is 1 by construction, random about the retention");
+  f.notes.push_back("impress-itf (chunk) keeps whole chunks, more than k tokens (kept share), so its recall is not "
+                    "that of a k-token set; impress selects as impress-itf");
+  f.notes.push_back("retrieval: " + std::to_string(scale_.retrieval_questions) + " questions over " +
+                    std::to_string(scale_.retrieval_tokens) + "-token haystacks; the four tasks: " +
+                    std::to_string(scale_.docs) + " documents each (0: all)");
   return f;
 }
 

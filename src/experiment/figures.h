@@ -35,7 +35,10 @@ struct FigureScale {
   int shots = 5;                    // few-shot examples for accuracy
   int64_t eval_prefix_tokens = 0;   // > 0: instead, per task as many as fit in this many tokens
   int analysis_docs = 16;           // documents for the motivation measurements
-  std::vector<double> retentions = {0.5, 0.25, 0.1, 0.05};  // Fig. 15
+  std::vector<double> retentions = {0.5, 0.25, 0.1, 0.05};  // Fig. 15 and spi (Fig. 5)
+  // The retrieval task (data/retrieval.h) in spi: haystack size and questions.
+  int64_t retrieval_tokens = 1024;
+  int retrieval_questions = 40;
   std::vector<double> alphas = {0, 0.3, 0.6, 1, 2};        // Fig. 22
   std::vector<int> chunks = {16, 32, 64, 128, 256};        // Fig. 23
   std::vector<int> pools = {4, 8, 16, 32};                 // Fig. 24
@@ -103,6 +106,7 @@ class FigureRunner {
   StatusOr<RunResults> AllSystems(const std::string& task);
 
   StatusOr<Figure> Fig15();
+  StatusOr<Figure> Spi();  // the paper's Fig. 5: recall of H2O's exact top-k, and accuracy, vs retention
   StatusOr<Figure> TtftFigure(const std::string& name);  // fig16, fig17, tail, io-share
   StatusOr<Figure> Fig18();
   StatusOr<Figure> Fig19();
