@@ -220,6 +220,33 @@ TEST(Select, RandomKeepsKDrawnPositionsPerRequestAndLayer) {
   EXPECT_FALSE(at::equal(select({1, 2, 3}, 1).used, a.used)) << "so does another layer";
 }
 
+// The windowed importance sums the attention weights of the last W rows only,
+// each row seeing what it saw causally; pooling takes each position's max over
+// its pool-wide neighbourhood (SnapKV's observation window and pooling).
+TEST(Select, ShapedImportanceSumsTheLastRowsAndMaxPools) {
+  at::manual_seed(4);
+  const int64_t hq = 4, hkv = 2, t = 6, p = 9, d = 8, w = 2, pool = 3;
+  const float scale = 1.0f / std::sqrt(float(d));
+  at::Tensor q = at::randn({hq, t, d}), pk = at::randn({hkv, p, d}), nk = at::randn({hkv, t, d});
+  EXPECT_TRUE(ShapedImportance(q, pk, nk, scale, {}).equal(PrefixImportance(q, pk, nk, scale)));
+  EXPECT_TRUE(ShapedImportance(q, pk, nk, scale, {t, 1}).equal(PrefixImportance(q, pk, nk, scale)));
+  const at::Tensor windowed = ShapedImportance(q, pk, nk, scale, {w, 1});
+  const at::Tensor pooled = ShapedImportance(q, pk, nk, scale, {w, pool});
+  for (int64_t h = 0; h < hq; ++h) {
+    const int64_t kv = h / (hq / hkv);
+    at::Tensor want = at::zeros({p});
+    for (int64_t i = t - w; i < t; ++i) {
+      at::Tensor keys = at::cat({pk[kv], nk[kv].slice(0, 0, i + 1)});
+      want += at::softmax(at::mv(keys, q[h][i]) * scale, 0).slice(0, 0, p);
+    }
+    EXPECT_TRUE(at::allclose(windowed[h], want, 1e-5, 1e-6)) << "head " << h;
+    for (int64_t j = 0; j < p; ++j) {
+      const float m = want.slice(0, std::max<int64_t>(0, j - pool / 2), std::min(p, j + pool / 2 + 1)).max().item<float>();
+      EXPECT_NEAR(pooled[h][j].item<float>(), m, 1e-6) << "head " << h << " position " << j;
+    }
+  }
+}
+
 // Recall (Fig. 5) counts, per query head, how much of the reference head's
 // set the selection keeps, from the three shapes a selection has: every
 // position, one set for all heads, a set per head.

@@ -191,6 +191,7 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
     if (recall_) {
       SelectorOptions exact = opt;
       exact.kind = SelectorKind::kH2O;
+      exact.importance = ImportanceShape{};  // H2O's own: every question row, no smoothing
       const SelectedPrefix reference = SelectFromPrefix(exact, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
       counters_.AddRecall(RecallAgainst(s, reference, qkv.q.size(0)));
     }

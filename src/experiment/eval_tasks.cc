@@ -171,6 +171,9 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   ASSIGN_OR_RETURN(select.unit, ParseItfUnit(c.itf_unit));
   select.chunk_tokens = c.chunk;
   select.seed = c.seed;
+  if (c.importance_pool < 1 || c.importance_pool % 2 == 0)
+    return Status::InvalidArgument("--importance-pool: " + std::to_string(c.importance_pool) + " is not an odd number >= 1");
+  select.importance = ImportanceShape{c.importance_window, c.importance_pool};
   ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));
   ASSIGN_OR_RETURN(const KvCodec codec, ParseKvCodec(c.kv_codec));
   Scorer scorer(model, tok, select, codec);
@@ -180,6 +183,10 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
                               {"retention", c.retention}, {"alpha", c.alpha},
                               {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout}};
   if (codec != KvCodec::kNone) j["kv_codec"] = KvCodecName(codec);  // fp16 runs' JSON stays as it was
+  if (!select.importance.exact()) {  // likewise for the papers' importance
+    j["importance_window"] = c.importance_window;
+    j["importance_pool"] = c.importance_pool;
+  }
   j["results"] = nlohmann::json::array();
   for (const TaskSpec* t : tasks) {
     ASSIGN_OR_RETURN(nlohmann::ordered_json r, t == nullptr ? EvalRetrieval(c, tok, scorer) : EvalTask(c, *t, tok, scorer));

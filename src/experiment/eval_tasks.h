@@ -47,6 +47,9 @@ struct EvalConfig {
   // Each selecting system's recall of H2O's exact per-head top-k (Fig. 5):
   // "recall_h2o" in each result (Scorer::MeasureRecall).
   bool recall = false;
+  // H2O's and the probe heads' importance over the last W question rows
+  // (0: every row), max-pooled over P neighbouring positions (1: none).
+  int64_t importance_window = 0, importance_pool = 1;
   std::ostream* samples = nullptr; // per-document records (JSONL) when set
   // Applied to every loaded document (shots and scored ones) before prompts
   // are built: lets a test alter what a template produced.

@@ -8,12 +8,14 @@
 
 namespace impress {
 
-StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64_t k, SelectionObserver* observer) {
+StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64_t k, const ImportanceShape& shape,
+                                   SelectionObserver* observer) {
   const int l = qkv.layer;
   SelectedPrefix s;
   RETURN_IF_ERROR(src.Keys(l, &s.kv.k));
   // [Hq, P], computed on the device, ranked on the host.
-  const at::Tensor imp = ReadBack(PrefixImportance(qkv.q, s.kv.k, qkv.k, qkv.scale, src.key_room()), l, observer);
+  const at::Tensor imp =
+      ReadBack(ShapedImportance(qkv.q, s.kv.k, qkv.k, qkv.scale, shape, src.key_room()), l, observer);
   if (observer != nullptr) {
     observer->OnStepEnd(l, SelectStep::kImportance);
     observer->OnImportance(l, imp, qkv.q.size(1));
@@ -36,7 +38,7 @@ class H2OMethod final : public RetainingMethod {
  protected:
   StatusOr<SelectedPrefix> SelectK(const LayerQkv& qkv, PrefixSource& src, int64_t k,
                                    SelectionObserver* obs) const override {
-    return SelectH2O(qkv, src, k, obs);
+    return SelectH2O(qkv, src, k, opt_.importance, obs);
   }
 };
 

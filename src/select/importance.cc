@@ -122,6 +122,31 @@ at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, con
   return scores.slice(3, 0, p).sum(2).reshape({hq, p});
 }
 
+at::Tensor ShapedImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale,
+                            const ImportanceShape& shape, int64_t room) {
+  const int64_t t = q.size(1);
+  at::Tensor imp;
+  if (shape.window <= 0 || shape.window >= t) {
+    imp = PrefixImportance(q, prefix_k, new_k, scale, room);
+  } else {
+    const int64_t hq = q.size(0), d = q.size(2), hkv = prefix_k.size(0), p = prefix_k.size(1), g = hq / hkv;
+    const int64_t w = shape.window;
+    IMPRESS_CHECK(hq % hkv == 0 && new_k.size(0) == hkv && new_k.size(1) == t);
+    const at::Tensor qf = ScaledQueries(q.narrow(1, t - w, w), scale).view({hkv, g * w, d});
+    at::Tensor scores = at::bmm(qf, KeysThenNew(prefix_k, new_k, room).transpose(1, 2)).view({hkv, g, w, p + t});
+    // Window row i is new row t - w + i: it sees new columns j <= t - w + i.
+    auto opts = at::TensorOptions().device(q.device()).dtype(at::kLong);
+    const at::Tensor future = at::arange(t, opts).unsqueeze(0) > (at::arange(w, opts) + (t - w)).unsqueeze(1);
+    scores.slice(3, p).masked_fill_(future, -std::numeric_limits<float>::infinity());
+    imp = at::softmax(scores, -1).slice(3, 0, p).sum(2).reshape({hq, p});
+  }
+  if (shape.pool > 1) {
+    IMPRESS_CHECK(shape.pool % 2 == 1);
+    imp = at::max_pool1d(imp.unsqueeze(0), {shape.pool}, {1}, {shape.pool / 2}).squeeze(0);
+  }
+  return imp;
+}
+
 namespace {
 
 // A float's bits as an unsigned key in the same order (-0 is +0). REQUIRES: not NaN.

@@ -23,6 +23,20 @@ namespace impress {
 at::Tensor PrefixImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale,
                             int64_t room = 0);
 
+// Which query rows an importance sums and how it is smoothed (SnapKV's
+// observation window): the defaults are H2O's, every row and no smoothing.
+struct ImportanceShape {
+  int64_t window = 0;  // > 0: only the last `window` query rows (the question's end), else every row
+  int64_t pool = 1;    // > 1 (odd): each score becomes the max over `pool` neighbouring positions
+  bool exact() const { return window <= 0 && pool <= 1; }
+};
+
+// PrefixImportance over the rows `shape` names, then max-pooled along the
+// prefix: [Hq, P] fp32. Rows keep their causal view (the last row sees every
+// new key). With exact() it is PrefixImportance, bit for bit.
+at::Tensor ShapedImportance(const at::Tensor& q, const at::Tensor& prefix_k, const at::Tensor& new_k, float scale,
+                            const ImportanceShape& shape, int64_t room = 0);
+
 // H2O's accumulated attention over a sequence's own prefill, the static
 // importance of the paper's SPI: each token's attention weight from every
 // row at or after it (causal), summed per query head. q [Hq, T, d] (RoPE

@@ -17,16 +17,16 @@ at::Tensor ProbeImportance(const SelectorOptions& opt, const LayerQkv& qkv, cons
   const std::vector<int64_t> heads = ProbeQueryHeads(opt.probe_heads, hq, hkv, opt.probe_layout);
   const int64_t probes = static_cast<int64_t>(heads.size()), probe_kv = ProbeKvHeads(heads, hq, hkv);
   if (heads.back() == probes - 1)  // heads 0..probes-1: the groups of the first KV heads, as they are
-    return PrefixImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys.slice(0, 0, probe_kv),
-                            qkv.k.slice(0, 0, probe_kv), qkv.scale, room)
+    return ShapedImportance(qkv.q.slice(0, 0, probe_kv * g), probe_keys.slice(0, 0, probe_kv),
+                            qkv.k.slice(0, 0, probe_kv), qkv.scale, opt.importance, room)
         .slice(0, 0, probes);
   // Elsewhere each probe head is paired with its own KV head's keys (a copy: no room).
   std::vector<int64_t> kv;
   for (int64_t h : heads) kv.push_back(h / g);
   const at::Tensor hi = ToDevice(at::tensor(heads, at::kLong), qkv.q.device());
   const at::Tensor ki = ToDevice(at::tensor(kv, at::kLong), qkv.q.device());
-  return PrefixImportance(qkv.q.index_select(0, hi), probe_keys.index_select(0, ToDevice(ki, probe_keys.device())),
-                          qkv.k.index_select(0, ki), qkv.scale);
+  return ShapedImportance(qkv.q.index_select(0, hi), probe_keys.index_select(0, ToDevice(ki, probe_keys.device())),
+                          qkv.k.index_select(0, ki), qkv.scale, opt.importance);
 }
 
 namespace {
@@ -52,7 +52,7 @@ class ItfMethod final : public RetainingMethod {
     if (obs != nullptr) obs->OnStepEnd(l, SelectStep::kDecision);
     SelectedPrefix s;
     if (!d.trusted) {
-      ASSIGN_OR_RETURN(s, SelectH2O(qkv, src, k, obs));
+      ASSIGN_OR_RETURN(s, SelectH2O(qkv, src, k, opt_.importance, obs));
       s.fallback = true;
     } else {
       if (obs != nullptr) obs->OnImportance(l, imp, qkv.q.size(1));

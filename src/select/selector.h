@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "model/kv_provider.h"
+#include "select/importance.h"
 #include "select/probe_heads.h"
 
 namespace impress {
@@ -37,6 +38,9 @@ struct SelectorOptions {
   int chunk_tokens = 64;   // chunk size of ItfUnit::kChunk when selecting from memory (a store uses its own)
   ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads probe (probe_heads.h)
   uint64_t seed = 1234;    // the random control's draws (select/random.cc)
+  // The rows and smoothing of H2O's and the probe heads' importance
+  // (importance.h); the default is the papers' sum over every query row.
+  ImportanceShape importance;
 };
 
 // `opt` for one request whose context is `tokens`: the random control's
