@@ -32,6 +32,9 @@ struct RunConfig {
   double retention = 0.25, alpha = 0.6;
   std::string itf_unit = "token";                  // IMPRESS agreed set: "token" (the paper) or "chunk"
   std::string probe_layout = "first";              // IMPRESS probe heads: "first" (the paper) or "spread"
+  // H2O's and the probe heads' importance from the last W question rows (0:
+  // every row), max-pooled over P positions (1: none): SelectorOptions::importance.
+  int64_t importance_window = 0, importance_pool = 1;
   uint64_t seed = 1234;
   bool prefetch = true;
   bool speculate = false;                          // ITF systems: RequestOptions::speculate

@@ -230,6 +230,10 @@ nlohmann::ordered_json RunConfig::ToJson() const {
           {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every},
           {"remote", remote}, {"remote_bw", remote_bw}};
   if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
+  if (importance_window > 0 || importance_pool > 1) {  // likewise for the papers' importance
+    j["importance_window"] = importance_window;
+    j["importance_pool"] = importance_pool;
+  }
   if (task == "retrieval")  // the generator's parameters; the haystack size is prefix_tokens, its seed `seed`
     j["retrieval"] = {{"needles_per_1k", retrieval.needles_per_1k}, {"choices", retrieval.choices}};
   return j;
@@ -246,6 +250,9 @@ StatusOr<std::vector<System>> ParseSystems(const RunConfig& o) {
     ASSIGN_OR_RETURN(s.select.unit, ParseItfUnit(o.itf_unit));
     ASSIGN_OR_RETURN(s.select.probe_layout, ParseProbeLayout(o.probe_layout));
     s.select.seed = o.seed;
+    if (o.importance_pool < 1 || o.importance_pool % 2 == 0)
+      return Status::InvalidArgument("--importance-pool: " + std::to_string(o.importance_pool) + " is not an odd number >= 1");
+    s.select.importance = ImportanceShape{o.importance_window, o.importance_pool};
     if (!o.policy.empty()) {
       ASSIGN_OR_RETURN(s.policy, ParsePolicy(o.policy));
     }
