@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/provenance.h"
 #include "data/task.h"
 #include "engine/request.h"
 #include "experiment/eval_tasks.h"
@@ -61,7 +62,8 @@ int RunEval(EvalOptions o) {
     results.push_back(std::move(*r));
   }
   if (!o.json_path.empty()) {
-    Status w = WriteTextFile(o.json_path, SweepResult(std::move(results)).dump(2) + "\n");
+    const bool cuda = (*model)->device().is_cuda();
+    Status w = WriteTextFile(o.json_path, WithProvenance(SweepResult(std::move(results)), o.model, cuda).dump(2) + "\n");
     if (!w.ok()) return Fail(w);
   }
   return 0;

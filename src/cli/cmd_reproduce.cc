@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/provenance.h"
 #include "common/units.h"
 #include "experiment/figures.h"
 #include "model/model.h"
@@ -36,32 +37,6 @@ struct ReproduceOptions {
   FigureScale scale;
   RuntimeFlags runtime;
 };
-
-std::string ReadFirstLine(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key, 0) == 0) {
-      std::string v = line.substr(line.find(':') + 1);
-      return v.substr(v.find_first_not_of(" \t"));
-    }
-  return "?";
-}
-
-nlohmann::ordered_json Machine(bool cuda) {
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  char mem[32];
-  std::snprintf(mem, sizeof mem, "%.0f GiB RAM", std::atof(ReadFirstLine("/proc/meminfo", "MemTotal").c_str()) / (1 << 20));
-  struct utsname u;
-  uname(&u);
-  return {{"cpu", ReadFirstLine("/proc/cpuinfo", "model name")},
-          {"cores", std::thread::hardware_concurrency()},
-          {"memory", mem},
-          {"os", std::string(u.sysname) + " " + u.release},
-          {"device", cuda ? "cuda" : "cpu (GPU tier emulated in host memory)"},
-          {"date", date}};
-}
 
 std::string Join(const std::vector<std::string>& v, const char* sep) {
   std::string s;
@@ -149,6 +124,7 @@ std::string Csv(const Figure& f) {
 std::string Markdown(const Figure& f, const std::string& command, const nlohmann::ordered_json& machine, double secs) {
   std::ostringstream md;
   md << "# " << f.name << ": " << f.title << "\n\nPaper: " << f.paper << ".\n\n```\n" << command << "\n```\n\n";
+  md << "Built from commit " << BuildVersion() << ".\n\n";
   md << "Machine: " << machine["cpu"].get<std::string>() << ", " << machine["cores"] << " cores, "
      << machine["memory"].get<std::string>() << ", " << machine["device"].get<std::string>() << "; "
      << machine["date"].get<std::string>() << "; "
@@ -218,8 +194,9 @@ int RunReproduce(ReproduceOptions o) {
     if (!fig.ok()) return Fail(fig.status().WithContext(name));
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string command = RerunCommand(o, name);
-    const nlohmann::ordered_json machine = Machine(models[0]->device().is_cuda());
-    nlohmann::ordered_json j = {{"name", fig->name}, {"title", fig->title}, {"paper", fig->paper},
+    const nlohmann::ordered_json provenance = Provenance(o.models[0], models[0]->device().is_cuda());
+    const nlohmann::ordered_json& machine = provenance["machine"];
+    nlohmann::ordered_json j = {{"provenance", provenance}, {"name", fig->name}, {"title", fig->title}, {"paper", fig->paper},
                                 {"command", command}, {"scale", ScaleJson(o.scale)}, {"machine", machine},
                                 {"seconds", secs},
                                 {"models", o.models}, {"columns", fig->labels()}, {"column_ids", fig->ids()}, {"rows", fig->rows},

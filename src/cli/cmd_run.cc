@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/provenance.h"
 #include "common/named.h"
 #include "common/units.h"
 #include "engine/request.h"
@@ -76,7 +77,8 @@ int RunRun(RunOptions o) {
     results.push_back(r->ToJson());
   }
   if (!o.json_path.empty()) {
-    Status w = WriteTextFile(o.json_path, SweepResult(std::move(results)).dump(2) + "\n");
+    const bool cuda = (*model)->device().is_cuda();
+    Status w = WriteTextFile(o.json_path, WithProvenance(SweepResult(std::move(results)), o.model, cuda).dump(2) + "\n");
     if (!w.ok()) return Fail(w);
   }
   return 0;

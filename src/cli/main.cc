@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/provenance.h"
 #include "common/runtime.h"
 #include "common/units.h"
 
@@ -105,8 +106,10 @@ int main(int argc, char** argv) {
   // A write past a file-size limit (ulimit -f) fails like one on a full disk,
   // with an error that names the file, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  impress::RecordCommandLine(argc, argv);
   CLI::App app{"impress: importance-informed multi-tier prefix KV storage for LLM inference"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", impress::BuildVersion(), "print the commit this binary was built from and exit");
   std::vector<impress::Command> commands;
   impress::AddInfoCommand(app, &commands);
   impress::AddTokenizeCommand(app, &commands);
@@ -119,7 +122,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // One line, as every other bad input gets.
     return impress::Fail(impress::Status::InvalidArgument(std::string(e.what()) + " (--help lists the options)"));
   }
