@@ -81,12 +81,7 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--task", o->task, "piqa, rte, copa, openbookqa, retrieval, or all (the first four)");
   cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
   cmd->add_flag("--no-prefix", c->no_prefix, "score every document with no prefix (the floor)");
-  cmd->add_option("--importance-window", c->importance_window,
-                  "H2O's and the probe heads' importance from the last W question rows only (0: every row, the papers')")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--importance-pool", c->importance_pool,
-                  "max-pool importance over P neighbouring prefix positions (odd; 1: none), as SnapKV does")
-      ->check(CLI::PositiveNumber);
+  AddImportanceFlags(cmd, &c->importance_window, &c->importance_pool);
   cmd->add_flag("--recall", c->recall,
                 "also score each layer selection against H2O's exact per-head top-k from the same question rows "
                 "(the paper's Fig. 5 recall: recall_h2o in --json)");

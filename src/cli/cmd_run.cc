@@ -125,12 +125,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
                   "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head; the store "
                   "copies those KV heads' keys, so it needs its own --store)")
       ->check(CLI::IsMember(ProbeLayoutNames()));
-  cmd->add_option("--importance-window", c->importance_window,
-                  "H2O's and the probe heads' importance from the last W question rows only (0: every row, the papers')")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--importance-pool", c->importance_pool,
-                  "max-pool importance over P neighbouring prefix positions (odd; 1: none), as SnapKV does")
-      ->check(CLI::PositiveNumber);
+  AddImportanceFlags(cmd, &c->importance_window, &c->importance_pool);
   cmd->add_option("--policy", c->policy, "cache policy for every system (default: each system's own)")
       ->check(CLI::IsMember(PolicyNames()));
   cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));

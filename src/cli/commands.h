@@ -66,6 +66,8 @@ struct RuntimeFlags {
   int threads = 0;  // 0: LibTorch's default
 };
 void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags);
+// --importance-window W and --importance-pool P (select/importance.h, ImportanceShape).
+void AddImportanceFlags(CLI::App* cmd, int64_t* window, int64_t* pool);
 // Applies the thread count; call before running a model.
 void ApplyRuntimeFlags(const RuntimeFlags& flags);
 

@@ -95,6 +95,15 @@ void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags) {
   cmd->add_option("--threads", flags->threads, "CPU threads for LibTorch (0: its default)")->check(NonNegativeNumber());
 }
 
+void AddImportanceFlags(CLI::App* cmd, int64_t* window, int64_t* pool) {
+  cmd->add_option("--importance-window", *window,
+                  "H2O's and the probe heads' importance from the last W question rows only (0: every row, the papers')")
+      ->check(NonNegativeNumber());
+  cmd->add_option("--importance-pool", *pool,
+                  "max-pool importance over P neighbouring prefix positions (odd; 1: none), as SnapKV does")
+      ->check(PositiveNumber());
+}
+
 void ApplyRuntimeFlags(const RuntimeFlags& flags) {
   if (flags.threads > 0) at::set_num_threads(flags.threads);
 }
