@@ -2,7 +2,8 @@
 # Every `impress reproduce` driver end to end on two tiny checkpoints at a
 # tiny scale: each figure writes JSON with rows, CSV with a header and one
 # line per row, and markdown naming its command; scripts/plot.py draws each.
-# fig15 at retention 1 must give recomp's accuracy and answers; the spread
+# fig15 at retention 1 must give recomp's accuracy and answers, retrieval
+# among the tasks as every accuracy figure takes it; the spread
 # probe layout runs in stores of its own.
 # Usage: reproduce_smoke.sh IMPRESS_BINARY FIXTURES_DIR DATA_DIR PLOT_SCRIPT
 set -euo pipefail
@@ -10,7 +11,7 @@ bin=$1; fixtures=$2; data=$3; plot=$4
 model() { python3 -c "import json,sys;print(json.load(open(sys.argv[1]))['models'][sys.argv[2]])" "$fixtures/fixtures.json" "$1"; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 OMP_NUM_THREADS=1 "$bin" reproduce all --model "$(model tiny-llama-gqa)" --model "$(model tiny-opt-preln)" \
-  --out "$tmp/figs" --store "$tmp/stores" --data "$data" --tasks piqa,copa --task piqa --prefixes 2 \
+  --out "$tmp/figs" --store "$tmp/stores" --data "$data" --tasks piqa,copa,retrieval --task piqa --prefixes 2 \
   --prefix-tokens 96 --requests 2 --warmup 2 --gpu-cache 128K --cpu-cache 256K --disk-bw 0 --h2d-bw 0 \
   --docs 3 --shots 1 --analysis-docs 2 --retention 1,0.25 --alpha 0,0.6 --chunk 16,32 --pool 2,3 \
   --retrieval-tokens 256 --retrieval-questions 4 >"$tmp/out"
@@ -31,7 +32,8 @@ for n in names:
     assert rows[0] == j["columns"] and len(rows) == len(j["rows"]) + 1, n
     assert j["command"] in open(os.path.join(d, n + ".md")).read(), n
 f15 = json.load(open(os.path.join(d, "fig15.json")))
-assert len(f15["rows"]) == 2 * 2, "fig15: one row per task and retention"
+assert len(f15["rows"]) == 3 * 2, "fig15: one row per task and retention"
+assert {r[0] for r in f15["rows"]} == {"piqa", "copa", "retrieval"}, "fig15: retrieval beside the four tasks"
 for r in f15["rows"]:  # keeping every token is full reuse: recomp's accuracy and answers
     assert 0 <= r[6] <= 1 and 0 <= r[7] <= 1, r
     if r[1] == 1:

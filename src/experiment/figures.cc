@@ -220,8 +220,10 @@ StatusOr<Figure> FigureRunner::Spi() {
   // and caching move KV, not the choice), so it is not a row of its own.
   const std::vector<std::pair<std::string, std::string>> systems = {
       {"static", "token"}, {"random", "token"}, {"h2o-lru", "token"}, {"impress-itf", "token"}, {"impress-itf", "chunk"}};
-  std::vector<std::pair<std::string, EvalConfig>> bases;  // per task
-  for (const std::string& t : scale_.tasks) bases.emplace_back(t, BaseEval({t}));
+  // Per task; retrieval always, at its own scale, whether --tasks names it or not.
+  std::vector<std::pair<std::string, EvalConfig>> bases;
+  for (const std::string& t : scale_.tasks)
+    if (t != "retrieval") bases.emplace_back(t, BaseEval({t}));
   EvalConfig retrieval = BaseEval({"retrieval"});
   retrieval.shots = 0;
   retrieval.prefix_tokens = scale_.retrieval_tokens;
