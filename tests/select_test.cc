@@ -274,6 +274,26 @@ TEST(Select, RecallAgainstCountsEachHeadsShareOfTheReference) {
   EXPECT_DOUBLE_EQ(RecallAgainst(per_head, shared, hq), (0.25 + 0.0) / 2);
 }
 
+// Where a selection keeps every prefix key (H2O, static), its keep mask's
+// columns are positions: against itself, and a real H2O selection against
+// the same selection made again, recall is exactly 1.
+TEST(Select, RecallOfH2OAgainstItselfIsOne) {
+  at::manual_seed(8);
+  const int64_t hq = 4, hkv = 2, t = 3, p = 40, d = 8;
+  SelectorOptions opt;
+  opt.kind = SelectorKind::kH2O;
+  opt.retention = 0.1;
+  at::Tensor pk = at::randn({hkv, p, d}), pv = at::randn({hkv, p, d});
+  LayerQkv qkv{0, at::randn({hq, t, d}), at::randn({hkv, t, d}), at::randn({hkv, t, d}), 0.35f};
+  const SelectedPrefix a = SelectFromPrefix(opt, qkv, pk, pv);
+  ASSERT_EQ(a.kv.k.size(1), p);
+  ASSERT_TRUE(a.kv.keep.defined());
+  const at::Tensor sets = HeadSets(a, hq);
+  EXPECT_TRUE(sets.equal(a.kv.keep)) << "each head's own top-k, by position";
+  EXPECT_EQ(sets.sum(1).min().item<int64_t>(), a.kept);
+  EXPECT_DOUBLE_EQ(RecallAgainst(a, SelectFromPrefix(opt, qkv, pk, pv), hq), 1.0);
+}
+
 // The host implementations of the importance mask and the agreed sets are
 // the tensor formulas they replace, bit for bit: the same float operations in
 // the same order (the column sums add the rows in order, as at::sum does).

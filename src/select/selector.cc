@@ -26,14 +26,16 @@ SelectorOptions ForRequest(const SelectorOptions& opt, const std::vector<int32_t
 
 at::Tensor HeadSets(const SelectedPrefix& s, int64_t heads) {
   if (!s.used.defined()) return at::ones({heads, s.total}, at::kBool);
-  at::Tensor sets = at::zeros({heads, s.total}, at::kBool);
   const at::Tensor used = s.used.to(at::kCPU, at::kLong);
   if (s.kv.keep.defined()) {
-    sets.index_copy_(1, used, s.kv.keep.to(at::kCPU, at::kBool).narrow(1, 0, used.size(0)));
-  } else {
-    sets.index_fill_(1, used, true);
+    // keep's columns are kv's tokens: every prefix position where kv holds
+    // all P keys (H2O, static), else the `used` positions in order.
+    const int64_t width = s.kv.k.defined() ? s.kv.k.size(1) : s.kv.keep.size(1);
+    const at::Tensor keep = s.kv.keep.to(at::kCPU, at::kBool).narrow(1, 0, width);
+    if (width == s.total) return keep.clone();
+    return at::zeros({heads, s.total}, at::kBool).index_copy_(1, used, keep);
   }
-  return sets;
+  return at::zeros({heads, s.total}, at::kBool).index_fill_(1, used, true);
 }
 
 double RecallAgainst(const SelectedPrefix& s, const SelectedPrefix& reference, int64_t heads) {
