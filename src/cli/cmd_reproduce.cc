@@ -188,13 +188,16 @@ int RunReproduce(ReproduceOptions o) {
   std::filesystem::create_directories(o.out, ec);
   if (ec) return Fail(Status::IOError(o.out + ": cannot create: " + ec.message()));
   FigureRunner runner(figure_models, s, o.data, o.store);
+  // Once: the model's digest reads every weight file.
+  const bool cuda = models[0]->device().is_cuda();
+  nlohmann::ordered_json provenance = Provenance(o.models[0], cuda);
   for (const std::string& name : names) {
     const auto start = std::chrono::steady_clock::now();
     auto fig = runner.Make(name);
     if (!fig.ok()) return Fail(fig.status().WithContext(name));
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string command = RerunCommand(o, name);
-    const nlohmann::ordered_json provenance = Provenance(o.models[0], models[0]->device().is_cuda());
+    provenance["machine"] = Machine(cuda);  // its date is this figure's
     const nlohmann::ordered_json& machine = provenance["machine"];
     nlohmann::ordered_json j = {{"provenance", provenance}, {"name", fig->name}, {"title", fig->title}, {"paper", fig->paper},
                                 {"command", command}, {"scale", ScaleJson(o.scale)}, {"machine", machine},

@@ -189,11 +189,17 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
                            : SelectFromPrefix(opt, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
     counters_.Add(qkv.layer, s);
     if (recall_) {
-      SelectorOptions exact = opt;
-      exact.kind = SelectorKind::kH2O;
-      exact.importance = ImportanceShape{};  // H2O's own: every question row, no smoothing
-      const SelectedPrefix reference = SelectFromPrefix(exact, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
-      counters_.AddRecall(RecallAgainst(s, reference, qkv.q.size(0)));
+      // The reference is H2O's exact selection: `s` itself when it is one.
+      SelectedPrefix h2o;
+      const SelectedPrefix* reference = &s;
+      if (opt.kind != SelectorKind::kH2O || !opt.importance.exact()) {
+        SelectorOptions exact = opt;
+        exact.kind = SelectorKind::kH2O;
+        exact.importance = ImportanceShape{};  // every question row, no smoothing
+        h2o = SelectFromPrefix(exact, qkv, cache_.keys(qkv.layer), cache_.values(qkv.layer));
+        reference = &h2o;
+      }
+      counters_.AddRecall(RecallAgainst(s, *reference, qkv.q.size(0)));
     }
     return s;
   });

@@ -171,9 +171,7 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   ASSIGN_OR_RETURN(select.unit, ParseItfUnit(c.itf_unit));
   select.chunk_tokens = c.chunk;
   select.seed = c.seed;
-  if (c.importance_pool < 1 || c.importance_pool % 2 == 0)
-    return Status::InvalidArgument("--importance-pool: " + std::to_string(c.importance_pool) + " is not an odd number >= 1");
-  select.importance = ImportanceShape{c.importance_window, c.importance_pool};
+  ASSIGN_OR_RETURN(select.importance, ParseImportanceShape(c.importance_window, c.importance_pool));
   ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));
   ASSIGN_OR_RETURN(const KvCodec codec, ParseKvCodec(c.kv_codec));
   Scorer scorer(model, tok, select, codec);

@@ -250,9 +250,7 @@ StatusOr<std::vector<System>> ParseSystems(const RunConfig& o) {
     ASSIGN_OR_RETURN(s.select.unit, ParseItfUnit(o.itf_unit));
     ASSIGN_OR_RETURN(s.select.probe_layout, ParseProbeLayout(o.probe_layout));
     s.select.seed = o.seed;
-    if (o.importance_pool < 1 || o.importance_pool % 2 == 0)
-      return Status::InvalidArgument("--importance-pool: " + std::to_string(o.importance_pool) + " is not an odd number >= 1");
-    s.select.importance = ImportanceShape{o.importance_window, o.importance_pool};
+    ASSIGN_OR_RETURN(s.select.importance, ParseImportanceShape(o.importance_window, o.importance_pool));
     if (!o.policy.empty()) {
       ASSIGN_OR_RETURN(s.policy, ParsePolicy(o.policy));
     }

@@ -104,6 +104,12 @@ const std::vector<std::string>& ItfUnitNames() {
   return names;
 }
 
+StatusOr<ImportanceShape> ParseImportanceShape(int64_t window, int64_t pool) {
+  if (pool < 1 || pool % 2 == 0)
+    return Status::InvalidArgument("--importance-pool: " + std::to_string(pool) + " is not an odd number >= 1");
+  return ImportanceShape{window, pool};
+}
+
 StatusOr<ItfUnit> ParseItfUnit(const std::string& name) {
   return ParseNamed<ItfUnit>(ItfUnitNames(), name, "--itf-unit", "unit");
 }

@@ -28,6 +28,9 @@ enum class SelectorKind { kFull, kH2O, kItf, kRandom, kStatic };
 enum class ItfUnit { kToken, kChunk };
 const std::vector<std::string>& ItfUnitNames();  // "token", "chunk": indexed by ItfUnit
 StatusOr<ItfUnit> ParseItfUnit(const std::string& name);
+// The importance shape of --importance-window W and --importance-pool P.
+// Errors: a pool that is not an odd number >= 1.
+StatusOr<ImportanceShape> ParseImportanceShape(int64_t window, int64_t pool);
 
 struct SelectorOptions {
   SelectorKind kind = SelectorKind::kFull;
