@@ -208,10 +208,15 @@ def main(repo, claims_path):
                 unbacked += 1
                 line = line_of(start, body, off)
                 problems.append(f"{doc}:{line}: '{num}' has no claim or param row ({section})")
+    for doc in ("README.md", "docs/results.md"):
+        if doc not in docs:
+            with open(os.path.join(repo, doc)) as f:
+                docs[doc] = sections(f.read())
+    total = sum(len(v) for v in docs.values())
     for p in problems:
         print(p)
     print(f"check_claims: {checked} claims checked, {params} params, "
-          f"{len(complete)} complete sections, {len(problems)} problems")
+          f"{len(complete)} of {total} sections complete, {len(problems)} problems")
     return 1 if problems else 0
 
 
