@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_provenance.h"
 #include "store/kv_codec.h"
 
 namespace {
@@ -71,4 +72,12 @@ BENCHMARK_CAPTURE(BM_Decode, int4_values, KvCodec::kInt4, KvRole::kValues);
 BENCHMARK_CAPTURE(BM_Encode, int8, KvCodec::kInt8, KvRole::kKeys);
 BENCHMARK_CAPTURE(BM_Encode, int4_keys, KvCodec::kInt4, KvRole::kKeys);
 BENCHMARK_CAPTURE(BM_Encode, int4_values, KvCodec::kInt4, KvRole::kValues);
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  impress::RecordCommandLine(argc, argv);
+  impress::AddProvenanceContext("");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

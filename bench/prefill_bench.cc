@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "common/runtime.h"
+#include "bench_provenance.h"
 #include "model/model.h"
 
 namespace {
@@ -63,6 +64,7 @@ void BM_Prefill(benchmark::State& state, impress::Model* model, int tokens) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  impress::RecordCommandLine(argc, argv);
   BenchFlags flags = ParseFlags(&argc, argv);
   impress::TuneHostAllocator();
   if (flags.threads > 0) at::set_num_threads(flags.threads);
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
                                flags.tokens)
       ->Unit(benchmark::kMillisecond)
       ->MinTime(2.0);
+  impress::AddProvenanceContext(flags.model);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

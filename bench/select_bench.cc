@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_provenance.h"
 #include "common/runtime.h"
 #include "engine/prefix_store.h"
 #include "engine/request.h"
@@ -375,6 +376,7 @@ std::unique_ptr<StoreFixture> RegisterStoreBenchmarks(const std::string& model_d
 }  // namespace
 
 int main(int argc, char** argv) {
+  impress::RecordCommandLine(argc, argv);
   impress::TuneHostAllocator();  // as the impress executable does
   std::string model_dir = "models/smollm2-135m";
   std::vector<char*> rest;
@@ -383,6 +385,7 @@ int main(int argc, char** argv) {
     else rest.push_back(argv[i]);
   }
   int n = static_cast<int>(rest.size());
+  impress::AddProvenanceContext(model_dir);
   benchmark::Initialize(&n, rest.data());
   if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;
   auto fixture = RegisterStoreBenchmarks(model_dir);

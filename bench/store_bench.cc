@@ -12,6 +12,7 @@
 #include <iostream>
 #include <vector>
 
+#include "bench_provenance.h"
 #include "store/chunk_store.h"
 
 namespace {
@@ -53,6 +54,7 @@ void BM_ReadLayerChunkSet(benchmark::State& state, impress::ChunkStore* store, c
 }  // namespace
 
 int main(int argc, char** argv) {
+  impress::RecordCommandLine(argc, argv);
   Flags f;
   int out = 1;
   for (int i = 1; i < argc; ++i) {
@@ -93,6 +95,7 @@ int main(int argc, char** argv) {
       ->Unit(benchmark::kMillisecond)
       ->MinTime(3.0)
       ->UseRealTime();
+  impress::AddProvenanceContext("");
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -18,6 +18,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/provenance.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -290,7 +292,7 @@ int Main(int argc, char** argv) {
   }
   if (!f.json.empty()) {
     std::ofstream o(f.json);
-    o << out.dump(1) << "\n";
+    o << WithProvenance(nlohmann::ordered_json::parse(out.dump()), f.model, false).dump(1) << "\n";
     if (!o) {
       std::cerr << "impress_sync_bench: " << f.json << ": cannot write it\n";
       return 1;
@@ -302,4 +304,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace impress
 
-int main(int argc, char** argv) { return impress::Main(argc, argv); }
+int main(int argc, char** argv) {
+  impress::RecordCommandLine(argc, argv);
+  return impress::Main(argc, argv);
+}

@@ -53,7 +53,7 @@ int RunVerify(const StoreCmdOptions& o, ChunkStore& st, const std::vector<std::s
     for (const DamagedChunk& d : damaged) list.push_back({{"chunk", d.chunk_id}, {"layer", d.layer}, {"why", d.why}});
     nlohmann::ordered_json j = {{"store", o.store}, {"records", committed.size()}, {"chunk_layers_checked", checked},
                                 {"chunks", st.ChunkIds().size()}, {"chunks_intact", intact}, {"damaged", list}};
-    std::printf("%s\n", j.dump().c_str());
+    PrintRecord(j, true);
   }
   if (!damaged.empty())
     return Fail(Status::Corruption("verify: " + std::to_string(damaged.size()) + " of " + std::to_string(checked) +

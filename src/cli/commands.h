@@ -41,7 +41,8 @@ std::vector<std::string> SplitList(const std::string& s);
 // Writes `text` to `path` (a --json option); an error names the file.
 Status WriteTextFile(const std::string& path, const std::string& text);
 
-// Prints an object as JSON (as_json) or as "key  value" lines.
+// Prints an object as JSON with its "provenance" first (as_json), or as
+// "key  value" lines.
 void PrintRecord(const nlohmann::ordered_json& record, bool as_json);
 
 struct SweepAxes;

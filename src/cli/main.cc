@@ -35,7 +35,7 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
 
 void PrintRecord(const nlohmann::ordered_json& record, bool as_json) {
   if (as_json) {
-    std::cout << record.dump(2) << "\n";
+    std::cout << WithProvenance(record, "", false).dump(2) << "\n";
     return;
   }
   for (auto it = record.begin(); it != record.end(); ++it) {
