@@ -11,7 +11,7 @@ TORCH_CMAKE := $(shell $(PYTHON) -c "import importlib.util,os;s=importlib.util.f
 PREFIX   := $(if $(LIBTORCH),$(LIBTORCH),$(TORCH_CMAKE))
 GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 
-.PHONY: setup build test tsan asan fuzz bench demo model data fixtures reproduce figures clean help
+.PHONY: setup build test tsan asan fuzz bench demo model data fixtures reproduce figures results clean help
 
 help:
 	@echo "make setup   install dependencies, prepare $(MODEL), check data/ (once per machine)"
@@ -22,6 +22,7 @@ help:
 	@echo "make demo    the main job on the default model: IMPRESS vs its baselines (TTFT, I/O), then accuracy"
 	@echo "make reproduce  every paper figure on $(MODEL) at the reduced scale (docs/reproduce.md), then make figures"
 	@echo "make figures    draw results/figures/*.png from their JSON"
+	@echo "make results    re-measure the tables docs/results.md cites (STEPS=..., scripts/results.sh)"
 
 setup:
 	bash scripts/setup.sh
@@ -114,6 +115,12 @@ reproduce: build model data
 
 figures:
 	$(PYTHON) scripts/plot.py results/figures
+
+# Re-measures the tables docs/results.md cites at this commit, into
+# results/remeasure/<step>/ (scripts/results.sh lists the steps; STEPS picks).
+STEPS ?= all
+results: build model data
+	bash scripts/results.sh $(BUILD) $(STEPS)
 
 comma := ,
 

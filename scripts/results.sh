@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Re-measures the tables docs/results.md cites, at the checkout's commit, each
+# step into results/remeasure/<step>/ (every JSON there carries its provenance;
+# each step's commands go to its commands.txt). Steps, and what they take on 2 cores:
+#   select-bench   impress_select_bench, one thread (Selection cost)          ~6 min
+#   store-fio      the store against fio, twice (Store read bandwidth)         ~1 min
+#   prefill        impress against transformers, 3 runs (Prefill speed)        ~4 min
+#   remote         the remote tier against redis-benchmark                     ~1 min
+#   ttft           the seven systems, real disk and 128 MB/s, 16 x 2K (TTFT)   ~25 min
+#   ttft-units     both ITF units after 128 warm-up requests (The chunk unit)  ~15 min
+#   figures        `reproduce all` (Paper vs this project)                     ~14 min
+#   figures-warm64 the TTFT figures with 64 warm-up requests                   ~22 min
+#   figures-chunk  the figures with the chunk unit                             ~14 min
+#   codec          `reproduce codec` (Quantized KV)                            ~30 min
+#   retrieval      the retrieval task's accuracy table at 25%                  ~25 min
+# Usage: scripts/results.sh BUILD STEP... (or `all`); MODEL, STORE override.
+set -euo pipefail
+build=${1:?usage: results.sh BUILD STEP...|all}; shift
+model=${MODEL:-models/smollm2-135m}
+store=${STORE:-$build/results_stores}
+all=(select-bench store-fio prefill remote ttft ttft-units figures figures-warm64 figures-chunk codec retrieval)
+steps=("$@"); [ "${steps[*]}" = all ] && steps=("${all[@]}")
+[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] &&
+  echo "results: warning: tracked files differ from the commit; the JSONs will say -dirty" >&2
+[ "$("$build/impress" --version)" = "$(git rev-parse HEAD)" ] ||
+  echo "results: warning: $build/impress is $("$build/impress" --version), the checkout $(git rev-parse HEAD) (rebuild)" >&2
+say() { echo "$*" >>"$out/commands.txt"; "$@"; }
+for step in "${steps[@]}"; do
+  out=results/remeasure/$step
+  mkdir -p "$out"; : >"$out/commands.txt"
+  echo "== $step ($(date -u +%H:%M))" >&2
+  run=("$build/impress" run --model "$model" --task piqa --retention 0.25 --pool 16 --prefix-tokens 2048
+       --requests 40 --gpu-cache 64M --cpu-cache 128M --store "$store/piqa16")
+  case $step in
+    select-bench)
+      say env OMP_NUM_THREADS=1 "$build/impress_select_bench" --model "$model" \
+        --benchmark_out="$out/select_bench.json" --benchmark_out_format=json >"$out/select_bench.txt" ;;
+    store-fio)
+      for r in 1 2; do say env OUT="$out/store_fio_$r.json" bash scripts/bench_store.sh "$build" | tee "$out/store_fio_$r.txt"; done ;;
+    prefill)
+      for r in 1 2 3; do say env OUT="$out/prefill_$r.json" bash scripts/bench_prefill.sh "$model" "$build" | tee "$out/prefill_$r.txt"; done ;;
+    remote)
+      say bash scripts/bench_remote.sh "$build" | tee "$out/remote.txt" ;;
+    ttft)
+      say "${run[@]}" --system recomp,as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress --warmup 16 \
+        --json "$out/piqa_all_r025.json" | tee "$out/piqa_all_r025.md"
+      say "${run[@]}" --system as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress --warmup 16 \
+        --disk-bw 128M --h2d-bw 640M --json "$out/piqa_all_r025_disk128M.json" | tee "$out/piqa_all_r025_disk128M.md" ;;
+    ttft-units)
+      say "${run[@]}" --system h2o-lfu,impress-itf,impress-itf-ro,impress --itf-unit token,chunk --warmup 128 \
+        --disk-bw 128M --h2d-bw 640M --json "$out/piqa_units_warm128_r025_disk128M.json" | tee "$out/piqa_units_warm128_r025_disk128M.md" ;;
+    figures)
+      say "$build/impress" reproduce all --model "$model" --out "$out" --store "$store/figures" ;;
+    figures-warm64)
+      say "$build/impress" reproduce fig16 fig17 tail fig18 fig19 fig20 fig21 --model "$model" --out "$out" \
+        --store "$store/figures" --warmup 64 ;;
+    figures-chunk)
+      say "$build/impress" reproduce io-share fig15 fig16 fig17 tail fig18 fig19 fig20 fig21 fig22 fig23 fig24 \
+        --model "$model" --out "$out" --store "$store/figures" --itf-unit chunk ;;
+    codec)
+      say "$build/impress" reproduce codec --model "$model" --out "$out" --store "$store/codec" ;;
+    retrieval)
+      say bash scripts/retrieval_accuracy.sh "$build" "$out" 0.25 400 ;;
+    *) echo "results: unknown step '$step' (one of: ${all[*]}, all)" >&2; exit 1 ;;
+  esac
+  case $step in figures*) python3 scripts/paper_vs_project.py "$out" >"$out/paper_vs_project.md" ;; esac
+done
