@@ -126,93 +126,101 @@ def helpers(repo):
             "statistics": statistics, "re": re}
 
 
+class Docs:
+    """The sections of each doc, read once."""
+
+    def __init__(self, repo):
+        self.repo, self.docs = repo, {}
+
+    def sections(self, doc):
+        if doc not in self.docs:
+            with open(os.path.join(self.repo, doc)) as f:
+                self.docs[doc] = sections(f.read())
+        return self.docs[doc]
+
+    def section(self, doc, name):
+        """(first line, body) of DOC's section NAME, or None."""
+        return self.sections(doc).get(name)
+
+
+def occurrences(body, text):
+    """Offsets of every occurrence of TEXT in the flattened BODY."""
+    at = flat(body).find(text)
+    while at >= 0:
+        yield at
+        at = flat(body).find(text, at + 1)
+
+
+def check_claim(repo, env, template, source, expr, doc, start, body, where):
+    """(covered offsets, None) when the claim holds, else (set(), the problem)."""
+    try:
+        d = load(repo, source)
+    except (OSError, ValueError) as e:
+        return set(), f"{where}: {source}: {e}"
+    try:
+        text = render(template, eval(expr, dict(env, d=d)))  # noqa: S307 (the table is ours)
+    except Exception as e:  # a key gone, a file changed shape
+        return set(), f"{where}: {source}: {expr}: {type(e).__name__}: {e}"
+    marks = set()
+    for at in occurrences(body, text):
+        for a, b in covered_spans(template, text, at):
+            marks.update(range(a, b))
+    if marks or FIELD.search(template) is None and text in flat(body):
+        return marks, None
+    pattern = re.escape(FIELD.sub("\0", template)).replace("\\\0", "\0").replace("\0", r"[+-]?[\d.,]+")
+    near = re.search(pattern, flat(body))
+    said = f"'{near.group()}'" if near else "nothing like it"
+    line = line_of(start, body, near.start()) if near else start
+    return set(), f"{doc}:{line}: says {said}; {source} gives '{text}' ({where})"
+
+
 def main(repo, claims_path):
-    rows = []
-    with open(claims_path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if line.strip() and not line.startswith("#"):
-                rows.append((n, line.split("\t")))
-    docs, problems, checked, params = {}, [], 0, 0
-    covered = {}  # (doc, section) -> set of offsets covered
-    complete = []
-    env = helpers(repo)
+    docs, env = Docs(repo), helpers(repo)
     rel = os.path.relpath(claims_path, repo)
+    problems, complete, covered = [], [], {}  # covered: (doc, section) -> offsets
+    checked = params = 0
+    with open(claims_path) as f:
+        rows = [(n, line.rstrip("\n").split("\t")) for n, line in enumerate(f, 1)
+                if line.strip() and not line.startswith("#")]
     for n, cols in rows:
         where = f"{rel}:{n}"
-        kind = cols[0]
-        if kind == "complete" and len(cols) == 3:
+        if cols[0] == "complete" and len(cols) == 3:
             complete.append((where, cols[1], cols[2]))
             continue
-        if kind not in ("claim", "param") or len(cols) != 6:
+        if cols[0] not in ("claim", "param") or len(cols) != 6:
             problems.append(f"{where}: malformed row (kind claim|param|complete, 6 columns)")
             continue
-        _, doc, section, template, source, expr = cols
-        if doc not in docs:
-            with open(os.path.join(repo, doc)) as f:
-                docs[doc] = sections(f.read())
-        if section not in docs[doc]:
-            problems.append(f"{where}: {doc} has no section '{section}'")
+        kind, doc, name, template, source, expr = cols
+        section = docs.section(doc, name)
+        if section is None:
+            problems.append(f"{where}: {doc} has no section '{name}'")
             continue
-        start, body = docs[doc][section]
+        start, body = section
+        marks = covered.setdefault((doc, name), set())
         if kind == "param":
-            text = template
-            if text not in flat(body):
-                problems.append(f"{where}: {doc} ({section}) no longer says '{text}'")
-                continue
-            params += 1
-            marks = covered.setdefault((doc, section), set())
-            at = flat(body).find(text)
-            while at >= 0:
-                marks.update(range(at, at + len(text)))
-                at = flat(body).find(text, at + 1)
-            continue
-        try:
-            d = load(repo, source)
-        except (OSError, ValueError) as e:
-            problems.append(f"{where}: {source}: {e}")
-            continue
-        try:
-            value = eval(expr, dict(env, d=d))  # noqa: S307 (the table is ours)
-            text = render(template, value)
-        except Exception as e:  # a key gone, a file changed shape
-            problems.append(f"{where}: {source}: {expr}: {type(e).__name__}: {e}")
+            found = list(occurrences(body, template))
+            if not found:
+                problems.append(f"{where}: {doc} ({name}) no longer says '{template}'")
+            for at in found:
+                marks.update(range(at, at + len(template)))
+            params += bool(found)
             continue
         checked += 1
-        at = flat(body).find(text)
-        if at < 0:
-            pattern = re.escape(FIELD.sub("\0", template)).replace("\\\0", "\0")
-            pattern = pattern.replace("\0", r"[+-]?[\d.,]+")
-            near = re.search(pattern, flat(body))
-            said = f"'{near.group()}'" if near else "nothing like it"
-            line = line_of(start, body, near.start()) if near else start
-            problems.append(f"{doc}:{line}: says {said}; {source} gives '{text}' ({where})")
+        got, problem = check_claim(repo, env, template, source, expr, doc, start, body, where)
+        marks.update(got)
+        if problem:
+            problems.append(problem)
+    for where, doc, name in complete:
+        section = docs.section(doc, name)
+        if section is None:
+            problems.append(f"{where}: {doc} has no section '{name}'")
             continue
-        marks = covered.setdefault((doc, section), set())
-        while at >= 0:
-            for a, b in covered_spans(template, text, at):
-                marks.update(range(a, b))
-            at = flat(body).find(text, at + 1)
-    unbacked = 0
-    for where, doc, section in complete:
-        if doc not in docs:
-            with open(os.path.join(repo, doc)) as f:
-                docs[doc] = sections(f.read())
-        if section not in docs[doc]:
-            problems.append(f"{where}: {doc} has no section '{section}'")
-            continue
-        start, body = docs[doc][section]
-        marks = covered.get((doc, section), set())
+        start, body = section
+        marks = covered.get((doc, name), set())
         for off, num in checkable_numbers(body):
             if not all(i in marks for i in range(off, off + len(num))):
-                unbacked += 1
-                line = line_of(start, body, off)
-                problems.append(f"{doc}:{line}: '{num}' has no claim or param row ({section})")
-    for doc in ("README.md", "docs/results.md"):
-        if doc not in docs:
-            with open(os.path.join(repo, doc)) as f:
-                docs[doc] = sections(f.read())
-    total = sum(len(v) for v in docs.values())
+                problems.append(f"{doc}:{line_of(start, body, off)}: '{num}' has no claim or param row ({name})")
+    total = sum(len(docs.sections(doc)) for doc in ("README.md", "docs/results.md"))
     for p in problems:
         print(p)
     print(f"check_claims: {checked} claims checked, {params} params, "

@@ -12,13 +12,15 @@
 #   figures-warm64 the TTFT figures with 64 warm-up requests                   ~22 min
 #   figures-chunk  the figures with the chunk unit                             ~14 min
 #   codec          `reproduce codec` (Quantized KV)                            ~30 min
+#   codec-bytes    bytes read per codec with the caches off, 4 x 2K (Quantized KV) ~10 min
 #   retrieval      the retrieval task's accuracy table at 25%                  ~25 min
 # Usage: scripts/results.sh BUILD STEP... (or `all`); MODEL, STORE override.
 set -euo pipefail
 build=${1:?usage: results.sh BUILD STEP...|all}; shift
 model=${MODEL:-models/smollm2-135m}
 store=${STORE:-$build/results_stores}
-all=(select-bench store-fio prefill remote ttft ttft-units figures figures-warm64 figures-chunk codec retrieval)
+all=(select-bench store-fio prefill remote ttft ttft-units figures figures-warm64 figures-chunk codec codec-bytes
+     retrieval)
 steps=("$@"); [ "${steps[*]}" = all ] && steps=("${all[@]}")
 [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] &&
   echo "results: warning: tracked files differ from the commit; the JSONs will say -dirty" >&2
@@ -59,6 +61,12 @@ for step in "${steps[@]}"; do
         --model "$model" --out "$out" --store "$store/figures" --itf-unit chunk ;;
     codec)
       say "$build/impress" reproduce codec --model "$model" --out "$out" --store "$store/codec" ;;
+    codec-bytes)
+      for c in fp16 int8 int4; do
+        say "$build/impress" run --model "$model" --task piqa --system as,h2o-lfu,impress-itf,impress \
+          --itf-unit token,chunk --pool 4 --prefix-tokens 2048 --requests 8 --warmup 8 --gpu-cache 0 --cpu-cache 0 \
+          --kv-codec "$c" --store "$store/codec_bytes_$c" --json "$out/bytes_$c.json" | tee "$out/bytes_$c.md"
+      done ;;
     retrieval)
       say bash scripts/retrieval_accuracy.sh "$build" "$out" 0.25 400 ;;
     *) echo "results: unknown step '$step' (one of: ${all[*]}, all)" >&2; exit 1 ;;
