@@ -71,8 +71,7 @@ int RunRegress(const RegressOptions& o) {
   if (o.update) {
     spec["command"] = "impress regress --model " + o.model + " --expected " + o.expected + " --update";
     spec["results"] = *rows;
-    spec["provenance"] = Provenance(o.model, (*model)->device().is_cuda());
-    Status w = WriteTextFile(o.expected, spec.dump(2) + "\n");
+    Status w = WriteTextFile(o.expected, WithProvenance(spec, o.model, (*model)->device().is_cuda()).dump(2) + "\n");
     if (!w.ok()) return Fail(w);
     std::printf("wrote %s\n", o.expected.c_str());
     return 0;
