@@ -2,9 +2,9 @@
 # Re-measures the tables docs/results.md cites, at the checkout's commit, each
 # step into results/remeasure/<step>/ (every JSON there carries its provenance;
 # each step's commands go to its commands.txt). Steps, and what they take on 2 cores:
-#   select-bench   impress_select_bench, one thread (Selection cost)          ~6 min
+#   select-bench   impress_select_bench, one thread (Selection cost)          ~1 min
 #   store-fio      the store against fio, twice (Store read bandwidth)         ~1 min
-#   prefill        impress against transformers, 3 runs (Prefill speed)        ~4 min
+#   prefill        impress against transformers, 3 runs (Prefill speed)        ~2 min
 #   remote         the remote tier against redis-benchmark                     ~1 min
 #   ttft           the seven systems, real disk and 128 MB/s, 16 x 2K (TTFT)   ~25 min
 #   ttft-units     both ITF units after 128 warm-up requests (The chunk unit)  ~15 min
@@ -22,8 +22,6 @@ store=${STORE:-$build/results_stores}
 all=(select-bench store-fio prefill remote ttft ttft-units figures figures-warm64 figures-chunk codec codec-bytes
      retrieval)
 steps=("$@"); [ "${steps[*]}" = all ] && steps=("${all[@]}")
-[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] &&
-  echo "results: warning: tracked files differ from the commit; the JSONs will say -dirty" >&2
 [ "$("$build/impress" --version)" = "$(git rev-parse HEAD)" ] ||
   echo "results: warning: $build/impress is $("$build/impress" --version), the checkout $(git rev-parse HEAD) (rebuild)" >&2
 say() { echo "$*" >>"$out/commands.txt"; "$@"; }
