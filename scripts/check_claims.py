@@ -11,7 +11,8 @@ SECTION is a heading of DOC as written (without the leading #s); TEXT is a
 piece of that section as written, with `{...}` Python format fields where the
 numbers stand (`{:.4f}`, `{:.1%}`, `{:.2f}x`); EXPR, evaluated with `d` bound to
 SOURCE (JSON parsed, .jsonl a list of rows, anything else its text) and the
-helpers below, gives the value (a tuple for several fields). The claim holds
+helpers below (`script_output(NAME, ARGS...)`: what scripts/NAME prints, for
+a table a script makes from a result file), gives the value (a tuple for several fields). The claim holds
 when TEXT, filled with EXPR's value, occurs in SECTION. A `param` row names
 numbers that are inputs rather than measurements (a retention, a count of
 questions asked for): TEXT is literal and must occur in the section.
@@ -28,6 +29,7 @@ import math
 import os
 import re
 import statistics
+import subprocess
 import sys
 
 NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")
@@ -74,9 +76,10 @@ def flat(body):
 
 
 def checkable_numbers(body):
-    """(offset, text) of every number outside code and link targets."""
+    """(offset, text) of every number outside code, link targets and commit names."""
     masked = list(body)
-    for pattern in (r"```.*?```", r"`[^`\n]*`", r"\]\([^)\s]*\)"):
+    commit = r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"  # a commit's name, not a number
+    for pattern in (r"```.*?```", r"`[^`\n]*`", r"\]\([^)\s]*\)", commit):
         for m in re.finditer(pattern, body, re.S):
             for i in range(m.start(), m.end()):
                 masked[i] = " "
@@ -121,7 +124,23 @@ def helpers(repo):
                 return r
         raise KeyError(f"no row with {key} = {value}")
 
-    return {"result": result, "md_table": md_table, "row": row,
+    outputs = {}
+
+    def script_output(name, *args):  # what scripts/NAME prints for ARGS (run from the repository)
+        key = (name,) + args
+        if key not in outputs:
+            outputs[key] = subprocess.run([sys.executable, os.path.join(repo, "scripts", name), *args], cwd=repo,
+                                          capture_output=True, text=True, check=True).stdout
+        return outputs[key]
+
+    def line_starting(text, prefix):  # the one line of TEXT that starts with PREFIX
+        lines = [line for line in text.splitlines() if line.startswith(prefix)]
+        if len(lines) != 1:
+            raise KeyError(f"{len(lines)} lines start with '{prefix}'")
+        return lines[0]
+
+    return {"result": result, "md_table": md_table, "row": row, "script_output": script_output,
+            "line_starting": line_starting,
             "load": lambda p: load(repo, p), "math": math,
             "statistics": statistics, "re": re}
 

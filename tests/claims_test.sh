@@ -9,8 +9,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp -r "$repo/README.md" "$repo/docs" "$tmp/"
 ln -s "$repo/results" "$tmp/results"
+ln -s "$repo/scripts" "$tmp/scripts"
 sed -i 's/full KV scores 0.825 and no prefix/full KV scores 0.835 and no prefix/' "$tmp/docs/results.md"
-sed -i 's/within noise of full KV. The paper/within noise of full KV (recall 0.61). The paper/' "$tmp/docs/results.md"
+sed -i 's/within noise of full KV\. At 5/within noise of full KV (recall 0.61). At 5/' "$tmp/docs/results.md"
 if python3 "$repo/scripts/check_claims.py" "$tmp" > "$tmp/out"; then
   echo "check_claims passed a changed copy"; exit 1
 fi
