@@ -70,11 +70,6 @@ def line_of(start, body, off):
     return start + body[:off].count("\n") + 1
 
 
-def flat(body):
-    """A claim's text may run over a line break: it matches as a space (same offsets)."""
-    return body.replace("\n", " ")
-
-
 def checkable_numbers(body):
     """(offset, text) of every number outside code, link targets and commit names."""
     masked = list(body)
@@ -88,16 +83,27 @@ def checkable_numbers(body):
 
 
 def render(template, value):
+    """TEXT's fields filled: (the whole text, each field's own text)."""
     values = value if isinstance(value, tuple) else (value,)
-    return template.format(*values)
+    specs = FIELD.findall(template)
+    if len(specs) != len(values):
+        raise ValueError(f"{len(specs)} fields, {len(values)} values")
+    return template.format(*values), [spec.format(v) for spec, v in zip(specs, values)]
 
 
-def covered_spans(template, rendered, at):
-    """Offsets in the section of the numbers TEXT's fields rendered to."""
+def words(literal):
+    """A regex for LITERAL in which any run of white space matches any other
+    (a line break and the next line's indent included)."""
+    return r"\s+".join(re.escape(part) for part in re.split(r"\s+", literal))
+
+
+def find(body, template, fields):
+    """Matches of TEXT (its fields filled with FIELDS' texts) in BODY; group i
+    is field i."""
     pieces = FIELD.split(template)
-    pattern = "(.*?)".join(re.escape(p) for p in pieces)
-    m = re.fullmatch(pattern, rendered, re.S)
-    return [(at + m.start(g), at + m.end(g)) for g in range(1, len(pieces))] if m else []
+    pattern = words(pieces[0]) + "".join(
+        f"({re.escape(f)})" + words(piece) for f, piece in zip(fields, pieces[1:]))
+    return list(re.finditer(pattern, body))
 
 
 def helpers(repo):
@@ -162,14 +168,6 @@ class Docs:
         return self.sections(doc).get(name)
 
 
-def occurrences(body, text):
-    """Offsets of every occurrence of TEXT in the flattened BODY."""
-    at = flat(body).find(text)
-    while at >= 0:
-        yield at
-        at = flat(body).find(text, at + 1)
-
-
 def check_claim(repo, env, template, source, expr, doc, start, body, where):
     """(covered offsets, None) when the claim holds, else (set(), the problem)."""
     try:
@@ -177,20 +175,18 @@ def check_claim(repo, env, template, source, expr, doc, start, body, where):
     except (OSError, ValueError) as e:
         return set(), f"{where}: {source}: {e}"
     try:
-        text = render(template, eval(expr, dict(env, d=d)))  # noqa: S307 (the table is ours)
+        text, fields = render(template, eval(expr, dict(env, d=d)))  # noqa: S307 (the table is ours)
     except Exception as e:  # a key gone, a file changed shape
         return set(), f"{where}: {source}: {expr}: {type(e).__name__}: {e}"
-    marks = set()
-    for at in occurrences(body, text):
-        for a, b in covered_spans(template, text, at):
-            marks.update(range(a, b))
-    if marks or FIELD.search(template) is None and text in flat(body):
-        return marks, None
-    pattern = re.escape(FIELD.sub("\0", template)).replace("\\\0", "\0").replace("\0", r"[+-]?[\d.,]+")
-    near = re.search(pattern, flat(body))
-    said = f"'{near.group()}'" if near else "nothing like it"
+    found = find(body, template, fields)
+    if found:
+        return {i for m in found for g in range(1, len(fields) + 1) for i in range(*m.span(g))}, None
+    pieces = FIELD.split(template)
+    pattern = words(pieces[0]) + "".join(r"[+-]?[\d.,]+" + words(piece) for piece in pieces[1:])
+    near = re.search(pattern, body)
+    said = f"'{' '.join(near.group().split())}'" if near else "nothing like it"
     line = line_of(start, body, near.start()) if near else start
-    return set(), f"{doc}:{line}: says {said}; {source} gives '{text}' ({where})"
+    return set(), f"{doc}:{line}: says {said}; {source} gives '{' '.join(text.split())}' ({where})"
 
 
 def main(repo, claims_path):
@@ -217,11 +213,11 @@ def main(repo, claims_path):
         start, body = section
         marks = covered.setdefault((doc, name), set())
         if kind == "param":
-            found = list(occurrences(body, template))
+            found = list(re.finditer(words(template), body))
             if not found:
                 problems.append(f"{where}: {doc} ({name}) no longer says '{template}'")
-            for at in found:
-                marks.update(range(at, at + len(template)))
+            for m in found:
+                marks.update(range(*m.span()))
             params += bool(found)
             continue
         checked += 1
