@@ -9,13 +9,16 @@ Each row of the claims table is tab-separated:
 
 SECTION is a heading of DOC as written (without the leading #s); TEXT is a
 piece of that section as written, with `{...}` Python format fields where the
-numbers stand (`{:.4f}`, `{:.1%}`, `{:.2f}x`); EXPR, evaluated with `d` bound to
+numbers stand (`{:.4f}`, `{:.1%}`, `{:.2f}x`); any run of white space in TEXT
+matches any other (a line break, an indent). EXPR, evaluated with `d` bound to
 SOURCE (JSON parsed, .jsonl a list of rows, anything else its text) and the
-helpers below (`script_output(NAME, ARGS...)`: what scripts/NAME prints, for
-a table a script makes from a result file), gives the value (a tuple for several fields). The claim holds
-when TEXT, filled with EXPR's value, occurs in SECTION. A `param` row names
-numbers that are inputs rather than measurements (a retention, a count of
-questions asked for): TEXT is literal and must occur in the section.
+helpers below (`load(PATH)`, `result(d, TASK)`, `md_table(TEXT)`, `row(...)`,
+`script_output(NAME, ARGS...)`: what scripts/NAME prints, for a table a script
+makes from a result file), gives the value, a tuple for several fields. The
+claim holds when TEXT, filled with EXPR's value, occurs in SECTION. A `param`
+row names numbers that are inputs rather than measurements (a retention, a
+count of questions asked for, a model's name): TEXT is literal and must occur
+in the section.
 
 A `complete DOC SECTION` row says every number of that section is accounted
 for: any number in its prose or tables (code spans, code blocks and link
