@@ -9,7 +9,7 @@
 #   ttft           the seven systems, real disk and 128 MB/s, 16 x 2K (TTFT)   ~25 min
 #   ttft-units     the chunk unit after 16, both units after 128 warm-up requests
 #                  (The chunk unit)                                            ~20 min
-#   figures        `reproduce all` (Paper vs this project; spi alone ~23 min)  ~40 min
+#   figures        `reproduce all` (Paper vs this project)   over 12 min (4 of 17 figures took 12)
 #   figures-warm64 the TTFT figures with 64 warm-up requests                   ~22 min
 #   figures-chunk  the figures with the chunk unit                             ~14 min
 #   codec          `reproduce codec` (Quantized KV)                            ~30 min
