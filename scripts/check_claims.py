@@ -166,9 +166,13 @@ class Docs:
                 self.docs[doc] = sections(f.read())
         return self.docs[doc]
 
-    def section(self, doc, name):
-        """(first line, body) of DOC's section NAME, or None."""
-        return self.sections(doc).get(name)
+    def section(self, doc, name, where, problems):
+        """(first line, body) of DOC's section NAME; None, with the problem
+        added to PROBLEMS (WHERE names the row), when DOC has no such section."""
+        found = self.sections(doc).get(name)
+        if found is None:
+            problems.append(f"{where}: {doc} has no section '{name}'")
+        return found
 
 
 def check_claim(repo, env, template, source, expr, doc, start, body, where):
@@ -209,9 +213,8 @@ def main(repo, claims_path):
             problems.append(f"{where}: malformed row (kind claim|param|complete, 6 columns)")
             continue
         kind, doc, name, template, source, expr = cols
-        section = docs.section(doc, name)
+        section = docs.section(doc, name, where, problems)
         if section is None:
-            problems.append(f"{where}: {doc} has no section '{name}'")
             continue
         start, body = section
         marks = covered.setdefault((doc, name), set())
@@ -229,9 +232,8 @@ def main(repo, claims_path):
         if problem:
             problems.append(problem)
     for where, doc, name in complete:
-        section = docs.section(doc, name)
+        section = docs.section(doc, name, where, problems)
         if section is None:
-            problems.append(f"{where}: {doc} has no section '{name}'")
             continue
         start, body = section
         marks = covered.get((doc, name), set())

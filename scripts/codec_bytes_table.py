@@ -6,22 +6,21 @@ over each codec's.
 
 Usage: codec_bytes_table.py DIR
 """
-import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from selection_table import points  # noqa: E402  ((itf unit, system), run) of a run or sweep JSON
 
 CODECS = ("fp16", "int8", "int4")
 
 
 def per_request(path):
     """{(system, unit): disk MB per measured request} of a run JSON (a sweep or one point)."""
-    j = json.load(open(path))
     out = {}
-    for point in j.get("sweep", [j]):
-        unit = point["config"]["itf_unit"]
-        for r in point["runs"]:
-            key = (r["system"], unit if r["system"].startswith("impress") else "-")
-            out.setdefault(key, r["bytes_read"]["disk"] / 1e6 / r["requests"])
+    for (unit, system), r in points(path):
+        key = (system, unit if system.startswith("impress") else "-")
+        out.setdefault(key, r["bytes_read"]["disk"] / 1e6 / r["requests"])
     return out
 
 

@@ -7,12 +7,15 @@ read per request in the capped run; a system missing from the capped run
 
 Usage: ttft_doc_table.py REAL.json CAPPED.json
 """
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from selection_table import points  # noqa: E402  ((itf unit, system), run) of a run or sweep JSON
 
 
 def runs(path):
-    return {r["system"]: r for r in json.load(open(path))["runs"]}
+    return {system: r for (_, system), r in points(path)}
 
 
 def main(real_path, capped_path):

@@ -8,16 +8,18 @@ system's in the same unit's run.
 Usage: units_table.py [--chunks] --systems S1,S2,... UNIT=RUN.json ...
 (RUN.json: one run or a sweep; the point whose itf_unit is UNIT is used)
 """
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from selection_table import points  # noqa: E402  ((itf unit, system), run) of a run or sweep JSON
 
 
 def point(path, unit):
-    j = json.load(open(path))
-    for p in j.get("sweep", [j]):
-        if p["config"]["itf_unit"] == unit:
-            return {r["system"]: r for r in p["runs"]}
-    sys.exit(f"{path}: no run with itf_unit {unit}")
+    rows = {system: r for (u, system), r in points(path) if u == unit}
+    if not rows:
+        sys.exit(f"{path}: no run with itf_unit {unit}")
+    return rows
 
 
 def mb(r):
