@@ -9,13 +9,15 @@
 #   ttft           the seven systems, real disk and 128 MB/s, 16 x 2K (TTFT)   ~25 min
 #   ttft-units     the chunk unit after 16, both units after 128 warm-up requests
 #                  (The chunk unit)                                            ~20 min
-#   figures        `reproduce all` (Paper vs this project)   over 12 min (4 of 17 figures took 12)
+#   figures        `reproduce $FIGURES` (default all; Paper vs this project)  over 12 min (4 of 18 figures took 12)
 #   figures-warm64 the TTFT figures with 64 warm-up requests                   ~22 min
 #   figures-chunk  the figures with the chunk unit                             ~14 min
 #   codec          `reproduce codec` (Quantized KV)                            ~30 min
 #   codec-bytes    bytes read per codec with the caches off, 4 x 2K (Quantized KV) ~10 min
 #   retrieval      the retrieval task's accuracy table at 25%                  ~25 min
-# Usage: scripts/results.sh BUILD STEP... (or `all`); MODEL, STORE override.
+# Usage: scripts/results.sh BUILD STEP... (or `all`); MODEL, STORE, FIGURES override.
+# A step's commands.txt gains a dated line with the commit per invocation, so a step
+# finished in two invocations (FIGURES=... for the figures left) names both.
 set -euo pipefail
 build=${1:?usage: results.sh BUILD STEP...|all}; shift
 model=${MODEL:-models/smollm2-135m}
@@ -28,7 +30,8 @@ steps=("$@"); [ "${steps[*]}" = all ] && steps=("${all[@]}")
 say() { echo "$*" >>"$out/commands.txt"; "$@"; }
 for step in "${steps[@]}"; do
   out=results/remeasure/$step
-  mkdir -p "$out"; : >"$out/commands.txt"
+  mkdir -p "$out"
+  echo "# $(date -u +%FT%TZ) at $("$build/impress" --version)" >>"$out/commands.txt"
   echo "== $step ($(date -u +%H:%M))" >&2
   run=("$build/impress" run --model "$model" --task piqa --retention 0.25 --pool 16 --prefix-tokens 2048
        --requests 40 --gpu-cache 64M --cpu-cache 128M --store "$store/piqa16")
@@ -53,7 +56,7 @@ for step in "${steps[@]}"; do
       say "${run[@]}" --system h2o-lfu,impress-itf,impress-itf-ro,impress --itf-unit token,chunk --warmup 128 \
         --disk-bw 128M --h2d-bw 640M --json "$out/piqa_units_warm128_r025_disk128M.json" | tee "$out/piqa_units_warm128_r025_disk128M.md" ;;
     figures)
-      say "$build/impress" reproduce all --model "$model" --out "$out" --store "$store/figures" ;;
+      say "$build/impress" reproduce ${FIGURES:-all} --model "$model" --out "$out" --store "$store/figures" ;;
     figures-warm64)
       say "$build/impress" reproduce fig16 fig17 tail fig18 fig19 fig20 fig21 --model "$model" --out "$out" \
         --store "$store/figures" --warmup 64 ;;
