@@ -2,7 +2,9 @@
 """Checks that the docs can be followed: every relative markdown link in
 README.md and docs/*.md names a file or folder that exists, every command in
 README's quick start is a make target or an `impress` subcommand, and
-README stays short enough to read in five minutes (at most 12,288 bytes).
+README stays short enough to read in five minutes (at most 12,288 bytes);
+and, where the repository has results/, that results/README.md links every
+folder under it and that no code (.cc, .h, .patch) sits there (studies/ holds it).
 
 Usage: check_docs.py REPO IMPRESS_BINARY
 """
@@ -40,11 +42,35 @@ def quick_start(readme):
     return cmds
 
 
+def results_index(repo):
+    """results/README.md links every folder under results/; results/ holds no code."""
+    root = os.path.join(repo, "results")
+    if not os.path.isdir(root):
+        return []
+    index = os.path.join(root, "README.md")
+    listed = set(t.rstrip("/") for t in links(index)) if os.path.exists(index) else set()
+    problems = []
+    for here, dirs, names in os.walk(root):
+        dirs.sort()
+        for d in dirs:
+            rel = os.path.relpath(os.path.join(here, d), root)
+            if rel not in listed:
+                problems.append(f"results/README.md: folder results/{rel}/ is not listed")
+        for n in sorted(names):
+            if n.endswith((".cc", ".h", ".patch")):
+                rel = os.path.relpath(os.path.join(here, n), repo)
+                problems.append(f"{rel}: code under results/ (studies/ holds code that was not merged)")
+    return problems
+
+
 def main(repo, impress):
     problems = []
     files = [os.path.join(repo, "README.md")]
     docs = os.path.join(repo, "docs")
     files += [os.path.join(docs, f) for f in sorted(os.listdir(docs)) if f.endswith(".md")]
+    files += [os.path.join(repo, d, "README.md") for d in ("results", "studies")
+              if os.path.exists(os.path.join(repo, d, "README.md"))]
+    problems += results_index(repo)
     for path in files:
         for target in links(path):
             if not os.path.exists(os.path.join(os.path.dirname(path), target)):

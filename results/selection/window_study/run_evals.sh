@@ -1,7 +1,7 @@
 #!/bin/bash
 # The window study's accuracy: every task at results/accuracy/retention_2k's shots (about 2K
 # prefix tokens), its first 500 documents, 25% retention: recomp, impress-itf exact (this
-# checkout's build/impress) and impress-itf with IMPRESS_WINDOW=16 (a build with window.patch),
+# checkout's build/impress) and impress-itf with IMPRESS_WINDOW=16 (a build with studies/window/window.patch),
 # both ITF units. Writes eval_<task>_<name>.json and the samples paired_test.py reads to OUT.
 # Usage, from the repository root: run_evals.sh BUILD_WITH_PATCH OUT
 set -e
