@@ -6,6 +6,7 @@
 # per round, one client thread pipelining to every master. redis-benchmark:
 # GETs of the same size, 64 in flight as well (3 clients, one per master,
 # pipeline 21).
+# With OUT=FILE.json, also writes both GET rates, their ratio and the provenance there.
 # Usage: scripts/bench_remote.sh BUILD_DIR [BASE_PORT]
 set -euo pipefail
 build=$1; base=${2:-7600}
@@ -15,8 +16,10 @@ tmp=$(mktemp -d)
 trap 'bash "$here/redis_cluster.sh" stop "$base" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 url=$(TMPDIR=$tmp bash "$here/redis_cluster.sh" start "$base")
 size=$((64 * 3 * 64 * 2 + 4))
-ours=$("$build/impress_remote_bench" --remote "$url" --set 32 --chunks 512 --benchmark_format=json 2>/dev/null |
-       python3 -c "import json,sys; b=json.load(sys.stdin)['benchmarks'][0]; print(b['bytes_per_second'], b['gets_per_second'])")
+"$build/impress_remote_bench" --remote "$url" --set 32 --chunks 512 --benchmark_format=json \
+  >"$tmp/bench.json" 2>/dev/null
+ours=$(python3 -c "import json,sys; b=json.load(open(sys.argv[1]))['benchmarks'][0]; print(b['bytes_per_second'], b['gets_per_second'])" \
+       "$tmp/bench.json")
 theirs=$(redis-benchmark -h 127.0.0.1 -p "$base" --cluster -t set,get -d "$size" -n 30000 -c 3 -P 21 -r 512 --csv 2>/dev/null |
          python3 -c "
 import csv, sys
@@ -30,3 +33,7 @@ print(f"impress remote   {ours_bps / 1e6:8.1f} MB/s  {ours_gets:9.0f} GET/s  (32
 print(f"redis-benchmark  {theirs_gets * (size - 4) / 1e6:8.1f} MB/s  {theirs_gets:9.0f} GET/s  (GET -d {size}, -c 3 -P 21, --cluster)")
 print(f"ratio            {ours_gets / theirs_gets:8.2f}")
 PY
+if [ -n "${OUT:-}" ]; then
+  python3 "$here/bench_provenance.py" "$tmp/bench.json" gets_per_second "$theirs" redis_benchmark_gets_per_second \
+    "$OUT" "redis-benchmark --cluster -t set,get -d $size -n 30000 -c 3 -P 21 -r 512" >/dev/null
+fi

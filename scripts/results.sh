@@ -44,7 +44,7 @@ for step in "${steps[@]}"; do
     prefill)
       for r in 1 2 3; do say env OUT="$out/prefill_$r.json" bash scripts/bench_prefill.sh "$model" "$build" | tee "$out/prefill_$r.txt"; done ;;
     remote)
-      say bash scripts/bench_remote.sh "$build" | tee "$out/remote.txt" ;;
+      say env OUT="$out/remote.json" bash scripts/bench_remote.sh "$build" | tee "$out/remote.txt" ;;
     ttft)
       say "${run[@]}" --system recomp,as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress --warmup 16 \
         --json "$out/piqa_all_r025.json" | tee "$out/piqa_all_r025.md"
