@@ -317,7 +317,7 @@ StatusOr<std::unique_ptr<StoreFixture>> MakeStoreFixture(const std::string& mode
   o.tiers.levels = GpuCpuLevels(int64_t{1} << 30, 0);
   ASSIGN_OR_RETURN(f->store, PrefixStore::Open(*f->model, o));
   // The first request stores the prefix (and the GPU tier keeps it).
-  ASSIGN_OR_RETURN(System as, ParseSystem("as"));
+  ASSIGN_OR_RETURN(System as, ParseSystem(system_name::kAs));
   RequestTrace trace;
   std::unique_ptr<RewindableKv> kv;
   RETURN_IF_ERROR(RunRequest(as, *f->model, f->store.get(), f->tokens, kPrefix, &kv, &trace).status());
@@ -361,12 +361,12 @@ std::unique_ptr<StoreFixture> RegisterStoreBenchmarks(const std::string& model_d
   }
   StoreFixture* fx = f->get();
   const std::vector<std::pair<std::string, ItfUnit>> systems = {
-      {"as", ItfUnit::kToken}, {"h2o-lfu", ItfUnit::kToken}, {"impress-itf", ItfUnit::kToken},
-      {"impress-itf", ItfUnit::kChunk}};
+      {system_name::kAs, ItfUnit::kToken}, {system_name::kH2oLfu, ItfUnit::kToken}, {system_name::kImpressItf, ItfUnit::kToken},
+      {system_name::kImpressItf, ItfUnit::kChunk}};
   for (const auto& [name, unit] : systems) {
     System s = *ParseSystem(name, kRetention);
     s.select.unit = unit;
-    const std::string label = "BM_Store/" + name + (name == "impress-itf" ? "/" + ItfUnitNames()[static_cast<int>(unit)] : "");
+    const std::string label = "BM_Store/" + name + (name == system_name::kImpressItf ? "/" + ItfUnitNames()[static_cast<int>(unit)] : "");
     benchmark::RegisterBenchmark(label.c_str(), [fx, s](benchmark::State& st) { BM_StoreSelect(st, fx, s); })
         ->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(12);
   }

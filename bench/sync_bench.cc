@@ -46,7 +46,7 @@ struct Flags {
   std::string model = "models/smollm2-135m";
   std::string dir = "build/sync_bench";
   std::string json;
-  std::vector<std::string> systems = {"as", "h2o-lru", "impress"};
+  std::vector<std::string> systems = {system_name::kAs, system_name::kH2oLru, system_name::kImpress};
   double retention = 0.25;
   int prefix_tokens = 1024;
   int question_tokens = 32;

@@ -132,7 +132,7 @@ store_vs_fio() { disk_vs_fio "$1" | tee "$out/store_vs_fio.txt"; }
 systems_run() {  # TASK MODEL STORES
   rm -rf "$3/$1"
   limit 150 build-gpu/impress run --model "$2" --task "$1" --data data "${scale[@]}" --store "$3/$1" \
-    --device "$device" --dtype "$dtype" --system "$(build-gpu/impress run --list-paper-systems | paste -sd,)" \
+    --device "$device" --dtype "$dtype" --system "$(build-gpu/impress list systems --paper | paste -sd,)" \
     --json "$out/run_$1.json" > "$out/run_$1.md" && head -14 "$out/run_$1.md"
 }
 

@@ -3,7 +3,7 @@
 beside the headline of our run, computed from the figures' JSON.
 
 Usage: scripts/paper_vs_project.py [results/figures [build/impress]] > results/figures/paper_vs_project.md
-(the figure names and their order come from `impress reproduce --list`)
+(the figure names and their order come from `impress list figures`)
 """
 import json
 import os
@@ -100,7 +100,7 @@ def headline(name, f):
 def main(args):
     d = args[0] if args else "results/figures"
     impress = args[1] if len(args) > 1 else "build/impress"
-    names = subprocess.run([impress, "reproduce", "--list"], check=True, capture_output=True, text=True).stdout.split()
+    names = subprocess.run([impress, "list", "figures"], check=True, capture_output=True, text=True).stdout.split()
     print("| figure | paper | this project | command |")
     print("|---|---|---|---|")
     for name in names:

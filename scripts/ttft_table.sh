@@ -5,7 +5,7 @@
 # Usage: scripts/ttft_table.sh OUT MODEL BUILD STORE [extra impress run flags...]
 set -euo pipefail
 out=$1; model=$2; build=$3; store=$4; shift 4
-systems=${SYSTEMS:-$("$build/impress" run --list-paper-systems | paste -sd,)}
+systems=${SYSTEMS:-$("$build/impress" list systems --paper | paste -sd,)}
 cmd=("$build/impress" run --model "$model" --system "$systems" --store "$store" --json "$out.json" "$@")
 mkdir -p "$(dirname "$out")"
 table=$("${cmd[@]}")

@@ -96,19 +96,46 @@ expect "chunk of 0 tokens" "--chunk: must be a positive number, not '0' (--help 
 expect "unknown option" "The following argument was not expected: --bogus" -- run --model "$src" --bogus
 expect "speculation without read-ahead" "--no-prefetch excludes --speculate" -- run --model "$src" --speculate --no-prefetch
 expect "run without a model" "--model is required" -- run --task piqa
-expect "reproduce without a figure" "name a figure, or all (--list prints them)" -- reproduce --model "$src"
+expect "reproduce without a figure" "name a figure, or all (\`impress list figures\` prints them)" -- reproduce --model "$src"
+expect "list of nothing known" "what: bogus not in {systems,figures,tasks,codecs}" -- list bogus
 expect "reproduce without a model" "--model is required" -- reproduce fig16
 
-# The name lists the scripts read: the system table's (the paper's seven, and
-# all with the controls) and the figure runner's, one per line.
-systems=$("$bin" run --list-paper-systems | paste -sd,)
-every=$("$bin" run --list-systems | paste -sd,)
-figures=$("$bin" reproduce --list | wc -l)
+# The registries the scripts read (`impress list`): the paper's seven systems
+# in its ablation's order, all with the controls, the figures, the tasks and
+# the codecs, one per line; and with --json each entry's properties as the
+# paper defines the systems (DESIGN.md: IMPRESS = probe heads + reordering +
+# the score cache; static is eval-only so far).
+systems=$("$bin" list systems --paper | paste -sd,)
+every=$("$bin" list systems | paste -sd,)
+figures=$("$bin" list figures | wc -l)
+tasks=$("$bin" list tasks | paste -sd,)
+codecs=$("$bin" list codecs | paste -sd,)
 if [ "$systems" = "recomp,as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress" ] &&
-   [ "$every" = "$systems,random,static" ] && [ "$figures" -eq 18 ]; then
+   [ "$every" = "$systems,random,static" ] && [ "$figures" -eq 18 ] &&
+   [ "$tasks" = "piqa,rte,copa,openbookqa,retrieval" ] && [ "$codecs" = "fp16,int8,int4,k8v4" ]; then
   passed=$((passed + 1))
 else
-  echo "FAIL name lists: systems '$systems', all '$every', $figures figures"; failures=$((failures + 1))
+  echo "FAIL name lists: systems '$systems', all '$every', $figures figures, tasks '$tasks', codecs '$codecs'"
+  failures=$((failures + 1))
+fi
+if "$bin" list systems --json | python3 -c '
+import json, sys
+s = {e["name"]: e for e in json.load(sys.stdin)["systems"]}
+assert s["impress"]["selection"] == "itf" and s["impress"]["policy"] == "score" and s["impress"]["reorder"]
+assert s["impress-itf"]["uses_probe_heads"] and not s["impress-itf"]["reorder"] and s["impress-itf"]["policy"] == "lfu"
+assert s["h2o-lru"]["depends_on_retention"] and not s["h2o-lru"]["uses_probe_heads"]
+assert not s["recomp"]["reuse"] and not s["as"]["depends_on_retention"]
+assert not s["static"]["served_from_store"] and not s["static"]["paper"] and s["random"]["served_from_store"]
+' && "$bin" list codecs --json | python3 -c '
+import json, sys
+c = {e["name"]: e for e in json.load(sys.stdin)["codecs"]}
+assert c["fp16"]["key_bytes_per_value"] == 2 and 1 < c["int8"]["key_bytes_per_value"] < 1.1
+assert 0.5 < c["int4"]["value_bytes_per_value"] < 0.65 and c["k8v4"]["key_bytes_per_value"] == c["int8"]["key_bytes_per_value"]
+'; then
+  passed=$((passed + 1))
+else
+  echo "FAIL list --json: a property differs from the paper's definition of the system or the codec"
+  failures=$((failures + 1))
 fi
 
 echo "cli_errors: $passed passed, $failures failed"

@@ -141,7 +141,7 @@ TEST_P(CudaPath, EverySystemReadsTheSameChunksFromTheSameTiersAndComputesTheSame
       SCOPED_TRACE(name + (prefetch ? "" : " without read-ahead"));
       auto system = ParseSystem(name, 0.25, 0.6);
       ASSERT_TRUE(system.ok());
-      if (!ServedFromStore(*system)) continue;
+      if (!system->served_from_store) continue;
       ExpectSameAsTheCpu(*system, prefetch, KvCodec::kNone);
     }
 }

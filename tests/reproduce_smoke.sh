@@ -15,7 +15,7 @@ OMP_NUM_THREADS=1 "$bin" reproduce all --model "$(model tiny-llama-gqa)" --model
   --prefix-tokens 96 --requests 2 --warmup 2 --gpu-cache 128K --cpu-cache 256K --disk-bw 0 --h2d-bw 0 \
   --docs 3 --shots 1 --analysis-docs 2 --retention 1,0.25 --alpha 0,0.6 --chunk 16,32 --pool 2,3 \
   --retrieval-tokens 256 --retrieval-questions 4 >"$tmp/out"
-python3 - "$tmp/figs" $("$bin" reproduce --list) <<'PY'
+python3 - "$tmp/figs" $("$bin" list figures) <<'PY'
 import csv, json, os, sys
 d, names = sys.argv[1], sys.argv[2:]
 assert len(names) == 18, names

@@ -1,10 +1,12 @@
 // impress eval: lm-eval-style multiple-choice accuracy behind a shared
 // few-shot prefix. --itf-unit, --retention and --alpha take comma-separated lists.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/provenance.h"
+#include "common/named.h"
 #include "data/task.h"
 #include "engine/request.h"
 #include "experiment/eval_tasks.h"
@@ -32,11 +34,12 @@ int RunEval(EvalOptions o) {
   EvalConfig& c = o.config;
   c.tasks.clear();
   if (o.task == "all") {
-    for (const auto& t : Tasks()) c.tasks.push_back(t.name);
-  } else if (FindTask(o.task) != nullptr || o.task == "retrieval") {
-    c.tasks.push_back(o.task);
+    c.tasks = BenchmarkTaskNames();
   } else {
-    return Fail(Status::InvalidArgument("--task: unknown task '" + o.task + "' (piqa, rte, copa, openbookqa, retrieval, all)"));
+    const std::vector<std::string> names = TaskNames();
+    if (std::find(names.begin(), names.end(), o.task) == names.end())
+      return Fail(Status::InvalidArgument("--task: unknown task '" + o.task + "' (" + JoinNames(names) + ", all)"));
+    c.tasks.push_back(o.task);
   }
   auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
   if (!tok.ok()) return Fail(tok.status());

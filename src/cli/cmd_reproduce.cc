@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/provenance.h"
 #include "common/units.h"
+#include "data/task.h"
 #include "experiment/figures.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -29,9 +30,12 @@ namespace {
 struct ReproduceOptions {
   std::vector<std::string> names;
   std::vector<std::string> models;
-  bool list = false;
   std::string out = "results/figures", store = "stores", data = "data";
-  std::string tasks = "piqa,rte,copa,openbookqa";
+  std::string tasks = [] {
+    std::string s;
+    for (const std::string& t : BenchmarkTaskNames()) s += (s.empty() ? "" : ",") + t;
+    return s;
+  }();
   TierFlags tiers{"16M", "32M", "128M", "640M"};
   std::string remote_bw = "16M";
   FigureScale scale;
@@ -149,11 +153,7 @@ std::string Markdown(const Figure& f, const std::string& command, const nlohmann
 }
 
 int RunReproduce(ReproduceOptions o) {
-  if (o.list) {
-    for (const std::string& name : FigureRunner::Names()) std::printf("%s\n", name.c_str());
-    return 0;
-  }
-  if (o.names.empty()) return Fail(Status::InvalidArgument("name a figure, or all (--list prints them)"));
+  if (o.names.empty()) return Fail(Status::InvalidArgument("name a figure, or all (`impress list figures` prints them)"));
   if (o.models.empty()) return Fail(Status::InvalidArgument("--model is required"));
   ApplyRuntimeFlags(o.runtime);
   std::vector<std::string> names;
@@ -225,7 +225,6 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   CLI::App* cmd = app.add_subcommand("reproduce", "The paper's figures: NAME.json, .csv and .md per figure under --out");
   cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("names", o->names, "figures: " + Join(FigureRunner::Names(), ", ") + ", or all");
-  cmd->add_flag("--list", o->list, "print the figure names, one per line, and exit");
   cmd->add_option("--model", o->models, "Hugging Face model directory (required); repeat for fig25 (the others use the first)");
   cmd->add_option("--out", o->out, "folder for the figures' files");
   cmd->add_option("--store", o->store, "folder for the chunk stores (one per model and chunk size)");

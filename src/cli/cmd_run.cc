@@ -8,6 +8,7 @@
 #include "cli/provenance.h"
 #include "common/named.h"
 #include "common/units.h"
+#include "data/task.h"
 #include "engine/request.h"
 #include "experiment/run_systems.h"
 #include "experiment/sweep.h"
@@ -26,18 +27,12 @@ struct RunOptions {
   RunConfig config;
   SweepAxes axes;
   bool no_prefetch = false;
-  bool list_systems = false;
-  bool list_paper_systems = false;
   std::string json_path;
   std::string remote_bw = "0";
   RuntimeFlags runtime;
 };
 
 int RunRun(RunOptions o) {
-  if (o.list_systems || o.list_paper_systems) {
-    for (const std::string& name : o.list_systems ? SystemNames() : PaperSystemNames()) std::printf("%s\n", name.c_str());
-    return 0;
-  }
   if (o.model.empty()) return Fail(Status::InvalidArgument("--model is required"));
   ApplyRuntimeFlags(o.runtime);
   RunConfig& c = o.config;
@@ -107,9 +102,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   CLI::App* cmd = app.add_subcommand("run", "Request stream over a prefix pool: TTFT, I/O and accuracy per system");
   cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory (required)");
-  cmd->add_flag("--list-systems", o->list_systems, "print the system names (the controls too), one per line, and exit");
-  cmd->add_flag("--list-paper-systems", o->list_paper_systems, "print the paper's seven systems, one per line, and exit");
-  cmd->add_option("--task", c->task, "piqa, rte, copa, openbookqa or retrieval");
+  cmd->add_option("--task", c->task, JoinNames(TaskNames()));
   cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
   cmd->add_option("--system", o->systems, "comma-separated: " + JoinNames(SystemNames()));
   AddSweepOptions(cmd, &o->axes, true);

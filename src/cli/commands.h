@@ -31,6 +31,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands);
 void AddStoreCommand(CLI::App& app, std::vector<Command>* commands);
 void AddRegressCommand(CLI::App& app, std::vector<Command>* commands);
 void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands);
+void AddListCommand(CLI::App& app, std::vector<Command>* commands);
 
 // Prints "impress: error: <message>" on stderr and returns the exit code 1.
 int Fail(const Status& status);

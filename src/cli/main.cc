@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
   impress::AddStoreCommand(app, &commands);
   impress::AddRegressCommand(app, &commands);
   impress::AddReproduceCommand(app, &commands);
+  impress::AddListCommand(app, &commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

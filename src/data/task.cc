@@ -132,6 +132,18 @@ const std::vector<TaskSpec>& Tasks() {
   return kTasks;
 }
 
+std::vector<std::string> BenchmarkTaskNames() {
+  std::vector<std::string> names;
+  for (const auto& t : Tasks()) names.push_back(t.name);
+  return names;
+}
+
+std::vector<std::string> TaskNames() {
+  std::vector<std::string> names = BenchmarkTaskNames();
+  names.push_back(kRetrievalTask);
+  return names;
+}
+
 const TaskSpec* FindTask(const std::string& name) {
   for (const auto& t : Tasks())
     if (name == t.name) return &t;

@@ -27,6 +27,12 @@ struct TaskSpec {
 const std::vector<TaskSpec>& Tasks();
 // nullptr when `name` is not a task.
 const TaskSpec* FindTask(const std::string& name);
+// The generated task of data/retrieval.h: haystacks built in memory, no split files.
+inline constexpr char kRetrievalTask[] = "retrieval";
+// The four benchmark tasks' names, in Tasks()'s order (the multi-task commands' default).
+std::vector<std::string> BenchmarkTaskNames();
+// Every task `eval` runs: the benchmark tasks, then the retrieval task.
+std::vector<std::string> TaskNames();
 
 // Reads `path` (one JSON object per line, the Hugging Face field names) into
 // documents. Errors name the file and line: invalid UTF-8 or JSON, a missing

@@ -166,7 +166,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     *kv_out = std::move(dense);
     return last;
   };
-  if (system.reuse && store != nullptr && system.select.kind == SelectorKind::kItf) {
+  if (system.reuse && store != nullptr && system.uses_probe_heads) {
     const ModelConfig& c = model.config();
     const int64_t need =
         ProbeKvHeads(system.select.probe_heads, c.num_heads, c.num_kv_heads, system.select.probe_layout);

@@ -3,67 +3,91 @@
 #include "common/named.h"
 
 namespace impress {
+namespace system_name {
+const char kRecomp[] = "recomp", kAs[] = "as", kH2oLru[] = "h2o-lru", kH2oLfu[] = "h2o-lfu",
+           kImpressItf[] = "impress-itf", kImpressItfRo[] = "impress-itf-ro", kImpress[] = "impress",
+           kRandom[] = "random", kStatic[] = "static";
+}  // namespace system_name
+
 namespace {
+using namespace system_name;
 
 struct SystemRecipe {
   const char* name;
+  bool paper;
   bool reuse;
   SelectorKind kind;
   PolicyKind policy;
   bool reorder;
 };
-constexpr SystemRecipe kSystems[] = {
-    {"recomp", false, SelectorKind::kFull, PolicyKind::kLru, false},
-    {"as", true, SelectorKind::kFull, PolicyKind::kLru, false},
-    {"h2o-lru", true, SelectorKind::kH2O, PolicyKind::kLru, false},
-    {"h2o-lfu", true, SelectorKind::kH2O, PolicyKind::kLfu, false},
-    {"impress-itf", true, SelectorKind::kItf, PolicyKind::kLfu, false},
-    {"impress-itf-ro", true, SelectorKind::kItf, PolicyKind::kLfu, true},
-    {"impress", true, SelectorKind::kItf, PolicyKind::kScore, true},
+const SystemRecipe kSystems[] = {
+    {kRecomp, true, false, SelectorKind::kFull, PolicyKind::kLru, false},
+    {kAs, true, true, SelectorKind::kFull, PolicyKind::kLru, false},
+    {kH2oLru, true, true, SelectorKind::kH2O, PolicyKind::kLru, false},
+    {kH2oLfu, true, true, SelectorKind::kH2O, PolicyKind::kLfu, false},
+    {kImpressItf, true, true, SelectorKind::kItf, PolicyKind::kLfu, false},
+    {kImpressItfRo, true, true, SelectorKind::kItf, PolicyKind::kLfu, true},
+    {kImpress, true, true, SelectorKind::kItf, PolicyKind::kScore, true},
     // Control: k positions per layer drawn at random (select/random.cc).
-    {"random", true, SelectorKind::kRandom, PolicyKind::kLru, false},
+    {kRandom, false, true, SelectorKind::kRandom, PolicyKind::kLru, false},
     // Control: the paper's static pre-identification (SPI), one importance per prefix from its own
     // prefill (select/importance.h SelfImportance); `eval` only so far.
-    {"static", true, SelectorKind::kStatic, PolicyKind::kLru, false},
+    {kStatic, false, true, SelectorKind::kStatic, PolicyKind::kLru, false},
 };
+
+System FromRecipe(const SystemRecipe& r) {
+  System s;
+  s.name = r.name;
+  s.paper = r.paper;
+  s.reuse = r.reuse;
+  s.select.kind = r.kind;
+  s.policy = r.policy;
+  s.reorder = r.reorder;
+  s.served_from_store = r.kind != SelectorKind::kStatic;
+  s.depends_on_retention = r.kind != SelectorKind::kFull;
+  s.uses_probe_heads = r.kind == SelectorKind::kItf;
+  return s;
+}
+
+std::vector<std::string> NamesOf(bool paper_only) {
+  std::vector<std::string> v;
+  for (const System& s : Systems())
+    if (s.paper || !paper_only) v.push_back(s.name);
+  return v;
+}
 
 }  // namespace
 
-const std::vector<std::string>& SystemNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const SystemRecipe& r : kSystems) v.push_back(r.name);
+const std::vector<System>& Systems() {
+  static const std::vector<System> systems = [] {
+    std::vector<System> v;
+    for (const SystemRecipe& r : kSystems) v.push_back(FromRecipe(r));
     return v;
   }();
+  return systems;
+}
+
+const std::vector<std::string>& SystemNames() {
+  static const std::vector<std::string> names = NamesOf(false);
   return names;
 }
 
 const std::vector<std::string>& PaperSystemNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const SystemRecipe& r : kSystems)
-      if (r.kind != SelectorKind::kRandom && r.kind != SelectorKind::kStatic) v.push_back(r.name);
-    return v;
-  }();
+  static const std::vector<std::string> names = NamesOf(true);
   return names;
+}
+
+const std::string& SelectorKindName(SelectorKind kind) {
+  static const std::vector<std::string> names = {"full", "h2o", "itf", "random", "static"};
+  return names[static_cast<int>(kind)];
 }
 
 StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {
   ASSIGN_OR_RETURN(const size_t i, ParseNamed<size_t>(SystemNames(), name, "--system", "system"));
-  const SystemRecipe& r = kSystems[i];
-  System s;
-  s.name = name;
-  s.reuse = r.reuse;
-  s.select.kind = r.kind;
+  System s = Systems()[i];
   s.select.retention = retention;
   s.select.alpha = alpha;
-  s.policy = r.policy;
-  s.reorder = r.reorder;
   return s;
 }
-
-bool DependsOnRetention(const System& s) { return s.select.kind != SelectorKind::kFull; }
-bool ServedFromStore(const System& s) { return s.select.kind != SelectorKind::kStatic; }
-bool DependsOnItf(const System& s) { return s.select.kind == SelectorKind::kItf; }
 
 }  // namespace impress

@@ -1,7 +1,7 @@
-// The paper's systems and its ablation as one table of recipes (DESIGN.md):
+// The paper's systems, its ablation and the controls as one registry (DESIGN.md):
 // whether stored prefix KV is reused, which of it each layer loads (the
-// selection method), the cache policy of the GPU and CPU tiers, and whether
-// KV is reordered by importance.
+// selection method), the cache policy of the GPU and CPU tiers, whether KV is
+// reordered by importance, and the properties callers ask of a system.
 #pragma once
 
 #include <string>
@@ -15,23 +15,35 @@ namespace impress {
 
 struct System {
   std::string name;            // one of SystemNames()
+  bool paper = false;          // one of the paper's seven; false: a control (random, static)
   bool reuse = false;          // false: recompute the whole context
   SelectorOptions select;      // which stored prefix KV each layer loads
   PolicyKind policy = PolicyKind::kLru;  // cache policy of the GPU and CPU tiers
   bool reorder = false;        // record importance for KV reordering (the caller runs the reorderer)
+  // Whether `run` serves it from a store: every system but static, whose
+  // per-prefix importance the store does not keep yet (`eval` runs it).
+  bool served_from_store = true;
+  bool depends_on_retention = false;  // the retention changes what it computes (every selective system)
+  // It ranks by probe heads: IMPRESS's alpha, agreed-set unit and probe layout change what it computes.
+  bool uses_probe_heads = false;
 };
-// recomp, as, h2o-lru, h2o-lfu, impress-itf, impress-itf-ro, impress, and the controls random and static.
+
+// The registry's names, for code that picks a system by name (figures,
+// defaults, benchmarks); systems.cc is the one place each is spelled.
+namespace system_name {
+extern const char kRecomp[], kAs[], kH2oLru[], kH2oLfu[], kImpressItf[], kImpressItfRo[], kImpress[], kRandom[],
+    kStatic[];
+}  // namespace system_name
+
+// Every system, in the registry's order (the paper's seven in the order its
+// ablation adds IMPRESS's parts, then the controls), at retention 1 and alpha 0.6.
+const std::vector<System>& Systems();
 const std::vector<std::string>& SystemNames();
-// The paper's seven (SystemNames without the controls), in the order its ablation adds IMPRESS's parts.
+// The paper's seven (SystemNames without the controls).
 const std::vector<std::string>& PaperSystemNames();
+// The selection method's name: "full", "h2o", "itf", "random", "static".
+const std::string& SelectorKindName(SelectorKind kind);
 // The named system with the given retention and IMPRESS alpha.
 StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, double alpha = 0.6);
-// Whether the retention changes what `s` computes (every selective system),
-// and whether IMPRESS's alpha and agreed-set unit do (systems with probe heads).
-bool DependsOnRetention(const System& s);
-// Whether `run` serves it from a store: every system but static, whose
-// per-prefix importance the store does not keep yet (`eval` runs it).
-bool ServedFromStore(const System& s);
-bool DependsOnItf(const System& s);
 
 }  // namespace impress

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "common/named.h"
 #include "common/progress.h"
 #include "data/retrieval.h"
 #include "data/workload.h"
@@ -141,13 +142,13 @@ StatusOr<nlohmann::ordered_json> EvalRetrieval(const EvalConfig& c, const Tokeni
     tokens += scorer.prefix_tokens();
     for (const Doc& q : h.questions) {
       if (t.n == want) break;
-      RETURN_IF_ERROR(t.Score(c, "retrieval", prefix, q, scorer));
+      RETURN_IF_ERROR(t.Score(c, kRetrievalTask, prefix, q, scorer));
       progress.Update(t.n);
     }
     if (i == 0) selection = scorer.selection();
     else selection.Merge(scorer.selection());
   }
-  nlohmann::ordered_json r = t.Result("retrieval", 0, tokens / static_cast<int64_t>(hays.size()), selection);
+  nlohmann::ordered_json r = t.Result(kRetrievalTask, 0, tokens / static_cast<int64_t>(hays.size()), selection);
   r["haystacks"] = hays.size();
   r["generator"] = {{"haystack_tokens", ro.haystack_tokens}, {"needles_per_haystack", per},
                     {"needles_per_1k", ro.needles_per_1k}, {"choices", ro.choices}, {"seed", ro.seed},
@@ -161,8 +162,8 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   std::vector<const TaskSpec*> tasks;
   for (const std::string& name : c.tasks) {
     const TaskSpec* t = FindTask(name);
-    if (t == nullptr && name != "retrieval")
-      return Status::InvalidArgument("--task: unknown task '" + name + "' (piqa, rte, copa, openbookqa, retrieval, all)");
+    if (t == nullptr && name != kRetrievalTask)
+      return Status::InvalidArgument("--task: unknown task '" + name + "' (" + JoinNames(TaskNames()) + ", all)");
     tasks.push_back(t);  // nullptr: retrieval
   }
   // Reordering and cache policy change where KV lives, not which tokens are chosen.

@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "data/retrieval.h"
 #include "data/task.h"
+#include "engine/systems.h"
 
 namespace impress {
 
@@ -22,9 +23,9 @@ class Model;
 class Tokenizer;
 
 struct EvalConfig {
-  std::vector<std::string> tasks = {"piqa", "rte", "copa", "openbookqa"};
+  std::vector<std::string> tasks = BenchmarkTaskNames();
   std::string data = "data";
-  std::string system = "recomp";   // which prefix KV documents attend to
+  std::string system = system_name::kRecomp;   // which prefix KV documents attend to
   int shots = 0;                   // few-shot examples in the shared prefix
   // > 0: instead of `shots`, per task as many examples of the seeded sample
   // as fit in this many prefix tokens (the paper's prefixes are long).

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/named.h"
 #include "data/task.h"
 #include "data/workload.h"
 #include "engine/systems.h"
@@ -14,6 +15,7 @@
 #include "select/importance.h"
 
 namespace impress {
+using namespace system_name;  // the systems the figures pick, by their registry names
 namespace {
 
 using json = nlohmann::json;
@@ -60,10 +62,37 @@ FigureRunner::FigureRunner(std::vector<FigureModel> models, FigureScale scale, s
                            std::string store_root)
     : models_(std::move(models)), scale_(std::move(scale)), data_(std::move(data)), store_root_(std::move(store_root)) {}
 
+// The figure registry: each name once, with what makes it, in `all`'s order.
+const std::vector<FigureRunner::Entry>& FigureRunner::Registry() {
+  static const std::vector<Entry> entries = {
+      {"io-share", [](FigureRunner& r) { return r.TtftFigure("io-share"); }},
+      {"head-jaccard", [](FigureRunner& r) { return r.Motivation("head-jaccard"); }},
+      {"similarity-ratio", [](FigureRunner& r) { return r.Motivation("similarity-ratio"); }},
+      {"chunk-importance", [](FigureRunner& r) { return r.Motivation("chunk-importance"); }},
+      {"spi", [](FigureRunner& r) { return r.Spi(); }},
+      {"fig15", [](FigureRunner& r) { return r.Fig15(); }},
+      {"fig16", [](FigureRunner& r) { return r.TtftFigure("fig16"); }},
+      {"fig17", [](FigureRunner& r) { return r.TtftFigure("fig17"); }},
+      {"tail", [](FigureRunner& r) { return r.TtftFigure("tail"); }},
+      {"fig18", [](FigureRunner& r) { return r.Fig18(); }},
+      {"fig19", [](FigureRunner& r) { return r.Fig19(); }},
+      {"fig20", [](FigureRunner& r) { return r.Fig20(); }},
+      {"fig21", [](FigureRunner& r) { return r.Fig21(); }},
+      {"fig22", [](FigureRunner& r) { return r.Fig22(); }},
+      {"fig23", [](FigureRunner& r) { return r.Fig23(); }},
+      {"fig24", [](FigureRunner& r) { return r.Fig24(); }},
+      {"fig25", [](FigureRunner& r) { return r.Fig25(); }},
+      {"codec", [](FigureRunner& r) { return r.Codec(); }},
+  };
+  return entries;
+}
+
 const std::vector<std::string>& FigureRunner::Names() {
-  static const std::vector<std::string> names = {
-      "io-share", "head-jaccard", "similarity-ratio", "chunk-importance", "spi", "fig15", "fig16", "fig17", "tail",
-      "fig18", "fig19", "fig20", "fig21", "fig22", "fig23", "fig24", "fig25", "codec"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const Entry& e : Registry()) v.push_back(e.name);
+    return v;
+  }();
   return names;
 }
 
@@ -153,22 +182,9 @@ StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
 StatusOr<RunResults> FigureRunner::AllSystems(const std::string& task) { return Run(models_[0], BaseRun(task)); }
 
 StatusOr<Figure> FigureRunner::Make(const std::string& name) {
-  if (name == "fig15") return Fig15();
-  if (name == "spi") return Spi();
-  if (name == "fig16" || name == "fig17" || name == "tail" || name == "io-share") return TtftFigure(name);
-  if (name == "fig18") return Fig18();
-  if (name == "fig19") return Fig19();
-  if (name == "fig20") return Fig20();
-  if (name == "fig21") return Fig21();
-  if (name == "fig22") return Fig22();
-  if (name == "fig23") return Fig23();
-  if (name == "fig24") return Fig24();
-  if (name == "fig25") return Fig25();
-  if (name == "codec") return Codec();
-  if (name == "head-jaccard" || name == "similarity-ratio" || name == "chunk-importance") return Motivation(name);
-  std::string known;
-  for (const auto& n : Names()) known += (known.empty() ? "" : ", ") + n;
-  return Status::InvalidArgument("unknown figure '" + name + "' (" + known + ", all)");
+  for (const Entry& e : Registry())
+    if (e.name == name) return e.make(*this);
+  return Status::InvalidArgument("unknown figure '" + name + "' (" + JoinNames(Names()) + ", all)");
 }
 
 StatusOr<Figure> FigureRunner::Fig15() {
@@ -176,15 +192,15 @@ StatusOr<Figure> FigureRunner::Fig15() {
   f.name = "fig15";
   f.title = "Accuracy vs retention";
   f.paper = "IMPRESS within 1 point of AS+H2O+LRU everywhere, 0.2 points on average";
-  f.columns = {{"task", "task"}, {"retention", "retention"}, {"acc_recomp", "recomp"}, {"acc_h2o_lru", "h2o-lru"}, {"acc_impress_itf", "impress-itf"}, {"itf_minus_h2o_points", "impress-itf minus h2o-lru (points)"}, {"h2o_lru_agrees", "h2o-lru agrees with recomp"}, {"impress_itf_agrees", "impress-itf agrees with recomp"}};
+  f.columns = {{"task", "task"}, {"retention", "retention"}, {"acc_recomp", kRecomp}, {"acc_h2o_lru", kH2oLru}, {"acc_impress_itf", kImpressItf}, {"itf_minus_h2o_points", "impress-itf minus h2o-lru (points)"}, {"h2o_lru_agrees", "h2o-lru agrees with recomp"}, {"impress_itf_agrees", "impress-itf agrees with recomp"}};
   const EvalConfig base = BaseEval(scale_.tasks);
   ASSIGN_OR_RETURN(ojson recomp, Eval(models_[0], base));
   double diff_sum = 0;
   int cells = 0;
   for (double r : scale_.retentions) {
     EvalConfig h = base, i = base;
-    h.system = "h2o-lru";
-    i.system = "impress-itf";
+    h.system = kH2oLru;
+    i.system = kImpressItf;
     h.retention = i.retention = r;
     ASSIGN_OR_RETURN(ojson hr, Eval(models_[0], h));
     ASSIGN_OR_RETURN(ojson ir, Eval(models_[0], i));
@@ -219,17 +235,17 @@ StatusOr<Figure> FigureRunner::Spi() {
   // (system, ITF unit) pairs; `impress` selects as `impress-itf` does (reordering
   // and caching move KV, not the choice), so it is not a row of its own.
   const std::vector<std::pair<std::string, std::string>> systems = {
-      {"static", "token"}, {"random", "token"}, {"h2o-lru", "token"}, {"impress-itf", "token"}, {"impress-itf", "chunk"}};
+      {kStatic, "token"}, {kRandom, "token"}, {kH2oLru, "token"}, {kImpressItf, "token"}, {kImpressItf, "chunk"}};
   // Per task; retrieval always, at its own scale, whether --tasks names it or not.
   std::vector<std::pair<std::string, EvalConfig>> bases;
   for (const std::string& t : scale_.tasks)
-    if (t != "retrieval") bases.emplace_back(t, BaseEval({t}));
-  EvalConfig retrieval = BaseEval({"retrieval"});
+    if (t != kRetrievalTask) bases.emplace_back(t, BaseEval({t}));
+  EvalConfig retrieval = BaseEval({kRetrievalTask});
   retrieval.shots = 0;
   retrieval.prefix_tokens = scale_.retrieval_tokens;
   retrieval.limit = scale_.retrieval_questions;
   retrieval.chunk = 64;  // haystacks are cut as a store cuts them
-  bases.emplace_back("retrieval", retrieval);
+  bases.emplace_back(kRetrievalTask, retrieval);
   for (const auto& [task, base] : bases) {
     ASSIGN_OR_RETURN(ojson full, Eval(models_[0], base));
     const double acc_full = full["results"][0]["acc"];
@@ -242,7 +258,7 @@ StatusOr<Figure> FigureRunner::Spi() {
         e.recall = true;
         ASSIGN_OR_RETURN(ojson got, Eval(models_[0], e));
         const ojson& res = got["results"][0];
-        f.rows.push_back({task, r, system + (system == "impress-itf" ? " (" + unit + ")" : ""),
+        f.rows.push_back({task, r, system + (system == kImpressItf ? " (" + unit + ")" : ""),
                           res.value("recall_h2o", 0.0), res["acc"], acc_full, res["kept_share"]});
       }
     }
@@ -266,17 +282,17 @@ StatusOr<Figure> FigureRunner::TtftFigure(const std::string& name) {
     f.title = "Mean TTFT per system and task";
     f.paper = "IMPRESS 1.2x-2.8x lower TTFT than AS+H2O+LFU";
     f.columns = {{"task", "task"}, {"system", "system"}, {"ttft_mean_ms", "ttft mean ms"}, {"h2o_lfu_over_system", "h2o-lfu / system"}};
-    systems = {"recomp", "as", "h2o-lru", "h2o-lfu", "impress"};
+    systems = {kRecomp, kAs, kH2oLru, kH2oLfu, kImpress};
   } else if (name == "fig17") {
     f.title = "Prefix-KV I/O time per system and task";
     f.paper = "IMPRESS 1.5x-3.8x less I/O time than AS+H2O+LFU";
     f.columns = {{"task", "task"}, {"system", "system"}, {"io_mean_ms", "io mean ms"}, {"disk_mb_per_request", "MB from disk per request"}, {"h2o_lfu_over_system_io", "h2o-lfu / system (io time)"}};
-    systems = {"as", "h2o-lru", "h2o-lfu", "impress"};
+    systems = {kAs, kH2oLru, kH2oLfu, kImpress};
   } else if (name == "tail") {
     f.title = "p99 TTFT per system";
     f.paper = "OPT-30B/RTE: ReComp 3.9 s, AS-like 9.3 s, AS+H2O+LRU 6.6 s, AS+H2O+LFU 5.9 s, IMPRESS 2.95 s";
     f.columns = {{"task", "task"}, {"system", "system"}, {"ttft_p99_ms", "ttft p99 ms"}, {"ttft_p50_ms", "ttft p50 ms"}};
-    systems = {"recomp", "as", "h2o-lru", "h2o-lfu", "impress"};
+    systems = {kRecomp, kAs, kH2oLru, kH2oLfu, kImpress};
   } else {
     f.title = "I/O share of TTFT when the prefix KV comes from storage (AS)";
     f.paper = "51%-98% of TTFT is prefix-KV I/O";
@@ -285,11 +301,11 @@ StatusOr<Figure> FigureRunner::TtftFigure(const std::string& name) {
   for (const std::string& task : scale_.tasks) {
     ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
     if (name == "io-share") {
-      ASSIGN_OR_RETURN(const RunResult* r, all.Find("as"));
+      ASSIGN_OR_RETURN(const RunResult* r, all.Find(kAs));
       f.rows.push_back({task, r->ttft_ms.mean, r->io_ms_mean, r->io_share});
       continue;
     }
-    ASSIGN_OR_RETURN(const RunResult* base, all.Find("h2o-lfu"));
+    ASSIGN_OR_RETURN(const RunResult* base, all.Find(kH2oLfu));
     for (const std::string& s : systems) {
       ASSIGN_OR_RETURN(const RunResult* r, all.Find(s));
       const double ttft = r->ttft_ms.mean, io = r->io_ms_mean;
@@ -314,17 +330,17 @@ StatusOr<Figure> FigureRunner::Fig18() {
   f.paper = "each step lowers TTFT; the steps' shares vary by model and task";
   f.columns = {{"task", "task"}, {"step", "step"}, {"system", "system"}, {"ttft_mean_ms", "ttft mean ms"}, {"ttft_p99_ms", "ttft p99 ms"}, {"reduction_share", "share of the total reduction"}};
   const std::vector<std::pair<std::string, std::string>> steps = {
-      {"AS+H2O+LFU", "h2o-lfu"}, {"+ITF", "impress-itf"}, {"+RO", "impress-itf-ro"}, {"All (+score cache)", "impress"}};
+      {"AS+H2O+LFU", kH2oLfu}, {"+ITF", kImpressItf}, {"+RO", kImpressItfRo}, {"All (+score cache)", kImpress}};
   for (const std::string& task : scale_.tasks) {
     ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
-    ASSIGN_OR_RETURN(const RunResult* base, all.Find("h2o-lfu"));
-    ASSIGN_OR_RETURN(const RunResult* best, all.Find("impress"));
+    ASSIGN_OR_RETURN(const RunResult* base, all.Find(kH2oLfu));
+    ASSIGN_OR_RETURN(const RunResult* best, all.Find(kImpress));
     const double total = base->ttft_ms.mean - best->ttft_ms.mean;
     double prev = base->ttft_ms.mean;
     for (const auto& [step, s] : steps) {
       ASSIGN_OR_RETURN(const RunResult* r, all.Find(s));
       const double t = r->ttft_ms.mean;
-      f.rows.push_back({task, step, s, t, r->ttft_ms.p99, s == "h2o-lfu" ? 0.0 : Ratio(prev - t, total)});
+      f.rows.push_back({task, step, s, t, r->ttft_ms.p99, s == kH2oLfu ? 0.0 : Ratio(prev - t, total)});
       prev = t;
     }
   }
@@ -339,7 +355,7 @@ StatusOr<Figure> FigureRunner::Fig19() {
   f.columns = {{"task", "task"}, {"load_ratio_mean", "mean load ratio"}, {"load_ratio_min", "min"}, {"load_ratio_max", "max"}, {"fallback_share", "fallback share"}, {"layers_mostly_fallback", "layers that fell back in >50% of requests"}};
   for (const std::string& task : scale_.tasks) {
     ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
-    ASSIGN_OR_RETURN(const RunResult* r, all.Find("impress-itf"));
+    ASSIGN_OR_RETURN(const RunResult* r, all.Find(kImpressItf));
     const std::vector<double>&load = r->layer_kv_load_ratio, &fb = r->layer_fallback_share;
     double sum = 0, lo = 1, hi = 0;
     int often = 0;
@@ -360,11 +376,11 @@ StatusOr<Figure> FigureRunner::Fig20() {
   f.name = "fig20";
   f.title = "K/V chunks read per request, without and with reordering";
   f.paper = "1.2x fewer chunks with RO";
-  f.columns = {{"task", "task"}, {"kv_chunks_impress_itf", "impress-itf"}, {"kv_chunks_impress_itf_ro", "impress-itf-ro"}, {"without_over_with_ro", "without / with RO"}};
+  f.columns = {{"task", "task"}, {"kv_chunks_impress_itf", kImpressItf}, {"kv_chunks_impress_itf_ro", kImpressItfRo}, {"without_over_with_ro", "without / with RO"}};
   for (const std::string& task : scale_.tasks) {
     ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
-    ASSIGN_OR_RETURN(const RunResult* itf, all.Find("impress-itf"));
-    ASSIGN_OR_RETURN(const RunResult* ro, all.Find("impress-itf-ro"));
+    ASSIGN_OR_RETURN(const RunResult* itf, all.Find(kImpressItf));
+    ASSIGN_OR_RETURN(const RunResult* ro, all.Find(kImpressItfRo));
     const double a = itf->kv_chunks_per_request, b = ro->kv_chunks_per_request;
     f.rows.push_back({task, a, b, Ratio(a, b)});
   }
@@ -379,8 +395,8 @@ StatusOr<Figure> FigureRunner::Fig21() {
   f.columns = {{"task", "task"}, {"kv_hit_gpu_lfu", "LFU (impress-itf-ro)"}, {"kv_hit_gpu_score", "score (impress)"}, {"hit_gpu_lfu", "all loads LFU"}, {"hit_gpu_score", "all loads score"}};
   for (const std::string& task : scale_.tasks) {
     ASSIGN_OR_RETURN(RunResults all, AllSystems(task));
-    ASSIGN_OR_RETURN(const RunResult* a, all.Find("impress-itf-ro"));
-    ASSIGN_OR_RETURN(const RunResult* b, all.Find("impress"));
+    ASSIGN_OR_RETURN(const RunResult* a, all.Find(kImpressItfRo));
+    ASSIGN_OR_RETURN(const RunResult* b, all.Find(kImpress));
     f.rows.push_back({task, a->kv_hit_gpu, b->kv_hit_gpu, a->hit_gpu, b->hit_gpu});
   }
   return f;
@@ -394,15 +410,15 @@ StatusOr<Figure> FigureRunner::Fig22() {
   f.columns = {{"alpha", "alpha"}, {"ttft_mean_ms", "ttft mean ms"}, {"kv_chunks_per_request", "KV chunks/req"}, {"fallback_share", "fallback share"}, {"acc", "acc (eval)"}};
   for (double alpha : scale_.alphas) {
     RunConfig c = BaseRun(scale_.task);
-    c.systems = {"impress"};
+    c.systems = {kImpress};
     c.alpha = alpha;
     ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
     EvalConfig e = BaseEval({scale_.task});
-    e.system = "impress-itf";
+    e.system = kImpressItf;
     e.retention = c.retention;
     e.alpha = alpha;
     ASSIGN_OR_RETURN(ojson ev, Eval(models_[0], e));
-    ASSIGN_OR_RETURN(const RunResult* r, run.Find("impress"));
+    ASSIGN_OR_RETURN(const RunResult* r, run.Find(kImpress));
     f.rows.push_back({alpha, r->ttft_ms.mean, r->kv_chunks_per_request, r->fallback_share, ev["results"][0]["acc"]});
   }
   f.notes.push_back("task " + scale_.task + "; accuracy from eval on " + std::to_string(scale_.docs) + " documents");
@@ -417,11 +433,11 @@ StatusOr<Figure> FigureRunner::Fig23() {
   f.columns = {{"chunk_tokens", "chunk tokens"}, {"h2o_lfu_ttft_ms", "h2o-lfu ttft ms"}, {"impress_ttft_ms", "impress ttft ms"}, {"speedup", "speedup"}, {"impress_kv_chunks_per_request", "impress KV chunks/req"}};
   for (int chunk : scale_.chunks) {
     RunConfig c = BaseRun(scale_.task);
-    c.systems = {"h2o-lfu", "impress"};
+    c.systems = {kH2oLfu, kImpress};
     c.chunk = chunk;
     ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
-    ASSIGN_OR_RETURN(const RunResult* base, run.Find("h2o-lfu"));
-    ASSIGN_OR_RETURN(const RunResult* best, run.Find("impress"));
+    ASSIGN_OR_RETURN(const RunResult* base, run.Find(kH2oLfu));
+    ASSIGN_OR_RETURN(const RunResult* best, run.Find(kImpress));
     const double a = base->ttft_ms.mean, b = best->ttft_ms.mean;
     f.rows.push_back({chunk, a, b, Ratio(a, b), best->kv_chunks_per_request});
   }
@@ -437,11 +453,11 @@ StatusOr<Figure> FigureRunner::Fig24() {
   f.columns = {{"pool_prefixes", "pool prefixes"}, {"pool_mb", "pool MB (KV)"}, {"h2o_lfu_ttft_ms", "h2o-lfu ttft ms"}, {"impress_ttft_ms", "impress ttft ms"}, {"speedup", "speedup"}};
   for (int pool : scale_.pools) {
     RunConfig c = BaseRun(scale_.task);
-    c.systems = {"h2o-lfu", "impress"};
+    c.systems = {kH2oLfu, kImpress};
     c.pool = pool;
     ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
-    ASSIGN_OR_RETURN(const RunResult* base, run.Find("h2o-lfu"));
-    ASSIGN_OR_RETURN(const RunResult* best, run.Find("impress"));
+    ASSIGN_OR_RETURN(const RunResult* base, run.Find(kH2oLfu));
+    ASSIGN_OR_RETURN(const RunResult* best, run.Find(kImpress));
     const double a = base->ttft_ms.mean, b = best->ttft_ms.mean;
     const double mb = double(pool) * c.prefix_tokens * static_cast<double>(run.kv_bytes_per_token) / 1e6;
     f.rows.push_back({pool, mb, a, b, Ratio(a, b)});
@@ -458,9 +474,9 @@ StatusOr<Figure> FigureRunner::Fig25() {
   f.columns = {{"model", "model"}, {"system", "system"}, {"ttft_mean_ms", "ttft mean ms"}, {"h2o_lfu_over_system", "h2o-lfu / system"}};
   for (const FigureModel& m : models_) {
     RunConfig c = BaseRun(scale_.task);
-    c.systems = {"as", "h2o-lfu", "impress"};
+    c.systems = {kAs, kH2oLfu, kImpress};
     ASSIGN_OR_RETURN(RunResults run, Run(m, c));
-    ASSIGN_OR_RETURN(const RunResult* base, run.Find("h2o-lfu"));
+    ASSIGN_OR_RETURN(const RunResult* base, run.Find(kH2oLfu));
     for (const std::string& s : c.systems) {
       ASSIGN_OR_RETURN(const RunResult* r, run.Find(s));
       f.rows.push_back({Base(m.dir), s, r->ttft_ms.mean, Ratio(base->ttft_ms.mean, r->ttft_ms.mean)});
@@ -553,7 +569,7 @@ StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
 StatusOr<RunResults> FigureRunner::FromCluster(RunConfig c) {
   const std::string base = StoreDir(models_[0], c) + "-cluster";
   RunConfig publish = c;
-  publish.systems = {"as"};
+  publish.systems = {kAs};
   publish.requests = 1, publish.warmup = 0, publish.remote_bw = 0;
   publish.remote = scale_.remote;
   publish.store = base + "-writer";
@@ -581,8 +597,8 @@ StatusOr<Figure> FigureRunner::Codec() {
   if (!scale_.remote.empty()) tiers.push_back("cluster");
   // (system, ITF unit): the baselines do not depend on the unit.
   const std::vector<std::pair<std::string, std::string>> points = {
-      {"as", "token"}, {"h2o-lfu", "token"}, {"impress-itf", "token"}, {"impress", "token"},
-      {"impress-itf", "chunk"}, {"impress", "chunk"}};
+      {kAs, "token"}, {kH2oLfu, "token"}, {kImpressItf, "token"}, {kImpress, "token"},
+      {kImpressItf, "chunk"}, {kImpress, "chunk"}};
   std::map<std::string, double> fp16_mb;  // tier|system|unit -> MB below the GPU per request at fp16
   for (const std::string& tier : tiers) {
     for (const std::string& codec : codecs) {
@@ -592,7 +608,7 @@ StatusOr<Figure> FigureRunner::Codec() {
         c.itf_unit = unit;
         c.systems.clear();
         for (const auto& [sys, u] : points)  // the cluster's reads are slow: the baseline and IMPRESS only
-          if (u == unit && (tier == "disk" || sys == "h2o-lfu" || sys == "impress")) c.systems.push_back(sys);
+          if (u == unit && (tier == "disk" || sys == kH2oLfu || sys == kImpress)) c.systems.push_back(sys);
         if (c.systems.empty()) continue;
         ASSIGN_OR_RETURN(RunResults run, tier == "disk" ? Run(models_[0], c) : FromCluster(c));
         for (const std::string& sys : c.systems) {
@@ -603,7 +619,7 @@ StatusOr<Figure> FigureRunner::Codec() {
           const std::string at = tier + "|" + sys + "|" + unit;
           if (codec == "fp16") fp16_mb[at] = mb;
           EvalConfig e = BaseEval(scale_.tasks);
-          e.system = sys == "impress" ? "impress-itf" : sys;  // impress chooses as impress-itf does
+          e.system = sys == kImpress ? kImpressItf : sys;  // impress chooses as impress-itf does
           e.retention = TtftRetention(scale_.task);
           e.itf_unit = unit;
           e.kv_codec = codec;

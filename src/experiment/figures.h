@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,7 +25,7 @@ class Tokenizer;
 // How big the experiments are. The defaults finish each figure in minutes on
 // two CPU cores with SmolLM2-135M; the paper's scale is in the comments.
 struct FigureScale {
-  std::vector<std::string> tasks = {"piqa", "rte", "copa", "openbookqa"};  // multi-task figures
+  std::vector<std::string> tasks = BenchmarkTaskNames();  // multi-task figures
   std::string task = "piqa";        // single-task figures (paper: RTE, COPA, OpenBookQA)
   int pool = 8;                     // prefixes (paper: tens of GB of prefix KV)
   int prefix_tokens = 1024;         // per prefix (paper: 4.8K-5.7K on average)
@@ -87,7 +88,7 @@ class FigureRunner {
   // Stores live under store_root, one folder per model and chunk size.
   FigureRunner(std::vector<FigureModel> models, FigureScale scale, std::string data, std::string store_root);
 
-  // Figure names, in the order `all` runs them.
+  // Figure names, in the order `all` runs them (the registry's order).
   static const std::vector<std::string>& Names();
   // One figure; errors: an unknown name, or what its experiments return.
   StatusOr<Figure> Make(const std::string& name);
@@ -95,6 +96,12 @@ class FigureRunner {
   const FigureScale& scale() const { return scale_; }
 
  private:
+  // One registered figure: its name and what makes it.
+  struct Entry {
+    std::string name;
+    std::function<StatusOr<Figure>(FigureRunner&)> make;
+  };
+  static const std::vector<Entry>& Registry();
   // The store folder of `c` on model `m`: one per model, KV dtype, chunk size, probe layout and codec.
   std::string StoreDir(const FigureModel& m, const RunConfig& c) const;
   StatusOr<RunResults> Run(const FigureModel& m, RunConfig c);

@@ -11,13 +11,16 @@ namespace impress {
 
 nlohmann::ordered_json DefaultRegressionSpec() {
   nlohmann::ordered_json spec;
-  spec["config"] = {{"tasks", {"piqa", "rte", "copa", "openbookqa"}}, {"systems", {"recomp", "impress"}},
+  spec["config"] = {{"tasks", BenchmarkTaskNames()}, {"systems", std::vector<std::string>{system_name::kRecomp, system_name::kImpress}},
                     {"shots", 5}, {"limit", 20}, {"seed", 1234}, {"retention", 0.25}, {"alpha", 0.6}};
   // Where the prefix decides the answer: 1K-token haystacks, 40 questions
   // (results/retrieval/README.md: full KV 0.925, h2o-lru 0.575, impress 0.35,
   // random 0.20 on these), so a selection that keeps the wrong tokens moves acc
   // by several questions.
-  spec["config"]["retrieval"] = {{"systems", {"recomp", "h2o-lru", "impress"}}, {"prefix_tokens", 1024}, {"limit", 40}};
+  spec["config"]["retrieval"] = {
+      {"systems", std::vector<std::string>{system_name::kRecomp, system_name::kH2oLru, system_name::kImpress}},
+      {"prefix_tokens", 1024},
+      {"limit", 40}};
   // acc moves in steps of 1/limit: one document may flip on another CPU's
   // rounding, two may not. The gold log-likelihood (a sum over the choice's
   // tokens) moves ~1e-4 with thread count and BLAS; a one-character prompt
@@ -119,7 +122,7 @@ StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& to
         EvalConfig e;
         e.prefix_tokens = r.at("prefix_tokens").get<int64_t>();
         e.limit = r.at("limit").get<int>();
-        RETURN_IF_ERROR(evaluate(system, {"retrieval"}, e));
+        RETURN_IF_ERROR(evaluate(system, {kRetrievalTask}, e));
       }
     }
   } catch (const nlohmann::json::exception& ex) {

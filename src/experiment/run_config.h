@@ -9,13 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "data/retrieval.h"
+#include "engine/systems.h"
 
 namespace impress {
 
 struct RunConfig {
   std::string task = "piqa";
   std::string data = "data";                       // <data>/<task>/<split>.jsonl
-  std::vector<std::string> systems = {"recomp", "as"};
+  std::vector<std::string> systems = {system_name::kRecomp, system_name::kAs};
   std::string store;                               // chunk store folder; required when a system reuses KV
   int pool = 8;                                    // distinct prefixes
   int prefix_tokens = 2048;                        // target length of each (capped by the model's window)

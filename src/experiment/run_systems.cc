@@ -9,6 +9,7 @@
 #include "common/progress.h"
 #include "common/units.h"
 #include "data/retrieval.h"
+#include "common/named.h"
 #include "data/task.h"
 #include "data/workload.h"
 #include "engine/prefix_store.h"
@@ -234,7 +235,7 @@ nlohmann::ordered_json RunConfig::ToJson() const {
     j["importance_window"] = importance_window;
     j["importance_pool"] = importance_pool;
   }
-  if (task == "retrieval")  // the generator's parameters; the haystack size is prefix_tokens, its seed `seed`
+  if (task == kRetrievalTask)  // the generator's parameters; the haystack size is prefix_tokens, its seed `seed`
     j["retrieval"] = {{"needles_per_1k", retrieval.needles_per_1k}, {"choices", retrieval.choices}};
   return j;
 }
@@ -245,7 +246,7 @@ StatusOr<std::vector<System>> ParseSystems(const RunConfig& o) {
   std::vector<System> systems;
   for (const std::string& name : o.systems) {
     ASSIGN_OR_RETURN(System s, ParseSystem(name, o.retention, o.alpha));
-    if (!ServedFromStore(s))
+    if (!s.served_from_store)
       return Status::InvalidArgument("--system " + name + ": the store does not keep a prefix's own importance yet; `impress eval --system " + name + "` runs it");
     ASSIGN_OR_RETURN(s.select.unit, ParseItfUnit(o.itf_unit));
     ASSIGN_OR_RETURN(s.select.probe_layout, ParseProbeLayout(o.probe_layout));
@@ -399,8 +400,8 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
 std::string MemoKey(const RunConfig& o, const System& s) {
   nlohmann::ordered_json j = o.ToJson();
   j["systems"] = {s.name};
-  if (!DependsOnRetention(s)) j.erase("retention");
-  if (!DependsOnItf(s)) {
+  if (!s.depends_on_retention) j.erase("retention");
+  if (!s.uses_probe_heads) {
     j.erase("alpha");
     j.erase("itf_unit");
   }
@@ -411,8 +412,8 @@ std::string MemoKey(const RunConfig& o, const System& s) {
 
 StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o, RunMemo* memo) {
   const TaskSpec* task = FindTask(o.task);  // nullptr: retrieval
-  if (task == nullptr && o.task != "retrieval")
-    return Status::InvalidArgument("--task: unknown task '" + o.task + "' (piqa, rte, copa, openbookqa, retrieval)");
+  if (task == nullptr && o.task != kRetrievalTask)
+    return Status::InvalidArgument("--task: unknown task '" + o.task + "' (" + JoinNames(TaskNames()) + ")");
   ASSIGN_OR_RETURN(std::vector<System> systems, ParseSystems(o));
   if (!o.remote.empty()) memo = nullptr;
   std::optional<Workload> w;  // loaded for the first system that runs here

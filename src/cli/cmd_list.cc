@@ -1,0 +1,89 @@
+// impress list: the registries' entries, one name per line (what scripts,
+// the Makefile and CMake read instead of lists of their own), or with
+// --json every entry's properties.
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "data/task.h"
+#include "engine/systems.h"
+#include "experiment/figures.h"
+#include "store/kv_codec.h"
+
+namespace impress {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+struct ListOptions {
+  std::string what;
+  bool paper = false;  // systems: the paper's seven only
+  bool json = false;
+};
+
+ojson SystemsJson(bool paper_only) {
+  ojson a = ojson::array();
+  for (const System& s : Systems())
+    if (s.paper || !paper_only)
+      a.push_back({{"name", s.name}, {"paper", s.paper}, {"reuse", s.reuse},
+                   {"selection", SelectorKindName(s.select.kind)}, {"policy", PolicyName(s.policy)},
+                   {"reorder", s.reorder}, {"served_from_store", s.served_from_store},
+                   {"depends_on_retention", s.depends_on_retention}, {"uses_probe_heads", s.uses_probe_heads}});
+  return a;
+}
+
+ojson TasksJson() {
+  ojson a = ojson::array();
+  for (const TaskSpec& t : Tasks())
+    a.push_back({{"name", t.name}, {"kind", "multiple choice"}, {"shots_from", t.train_split},
+                 {"scored_split", t.eval_split}, {"acc_norm", t.reports_acc_norm}});
+  a.push_back({{"name", kRetrievalTask}, {"kind", "generated"}, {"shots_from", nullptr}, {"scored_split", nullptr},
+               {"acc_norm", false}});
+  return a;
+}
+
+ojson CodecsJson() {
+  ojson a = ojson::array();
+  for (const std::string& name : KvCodecNames()) {
+    const KvCodec c = *ParseKvCodec(name);
+    // Bytes per value of one 64-token, one-head part of dim 64, scales included.
+    auto per_value = [c](KvRole role) { return static_cast<double>(EncodedBytes(c, role, 64, 1, 64)) / (64 * 64); };
+    a.push_back({{"name", name}, {"key_bytes_per_value", per_value(KvRole::kKeys)},
+                 {"value_bytes_per_value", per_value(KvRole::kValues)}});
+  }
+  return a;
+}
+
+ojson FiguresJson() {
+  ojson a = ojson::array();
+  for (const std::string& name : FigureRunner::Names()) a.push_back({{"name", name}});
+  return a;
+}
+
+int RunList(const ListOptions& o) {
+  ojson entries = o.what == "systems" ? SystemsJson(o.paper)
+                  : o.what == "tasks" ? TasksJson()
+                  : o.what == "codecs" ? CodecsJson()
+                                       : FiguresJson();
+  if (o.json) {
+    PrintRecord({{o.what, entries}}, true);
+    return 0;
+  }
+  for (const auto& e : entries) std::printf("%s\n", e["name"].get<std::string>().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void AddListCommand(CLI::App& app, std::vector<Command>* commands) {
+  auto o = std::make_shared<ListOptions>();
+  CLI::App* cmd = app.add_subcommand("list", "The registered systems, figures, tasks or codecs, one name per line");
+  cmd->add_option("what", o->what, "systems, figures, tasks or codecs")
+      ->required()
+      ->check(CLI::IsMember({"systems", "figures", "tasks", "codecs"}));
+  cmd->add_flag("--paper", o->paper, "systems: the paper's seven only (without the controls random and static)");
+  cmd->add_flag("--json", o->json, "every entry with its properties, as JSON");
+  commands->push_back({cmd, [o] { return RunList(*o); }});
+}
+
+}  // namespace impress
