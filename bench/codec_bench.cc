@@ -1,4 +1,4 @@
-// Cost of the KV codecs (store/kv_codec.h) on one core, per SmolLM2 chunk
+// Cost of the KV codecs (codec/kv_codec.h) on one core, per SmolLM2 chunk
 // part (64 tokens x 3 KV heads x 64 dims): GB/s of decoded fp16 KV for int8
 // and int4 decoding (and encoding), against a plain memcpy of the encoded
 // bytes and of the fp16 bytes. `make bench` runs it.
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench_provenance.h"
-#include "store/kv_codec.h"
+#include "codec/kv_codec.h"
 
 namespace {
 

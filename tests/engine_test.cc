@@ -14,8 +14,8 @@
 #include <functional>
 #include <fstream>
 
+#include "codec/kv_codec_tensor.h"
 #include "model/model.h"
-#include "select/kv_codec_tensor.h"
 #include "model_store_fixture.h"
 
 namespace impress {

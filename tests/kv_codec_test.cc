@@ -1,9 +1,9 @@
-// The KV codecs (store/kv_codec.h) against a plain PyTorch reference of the
+// The KV codecs (codec/kv_codec.h) against a plain PyTorch reference of the
 // same formulas: the same encoded size, the same decoded fp16 values bit for
 // bit, and the error bounds the formulas promise: int8 |x - x'| <= s/2, int4
 // |x - x'| <= scale/2, each plus the fp16 rounding of x' (and, for int4, of
 // the zero point), where s and scale are the group's stored fp16 scales.
-#include "store/kv_codec.h"
+#include "codec/kv_codec.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <array>
 #include <cstring>
 
-#include "select/kv_codec_tensor.h"
+#include "codec/kv_codec_tensor.h"
 
 namespace impress {
 namespace {

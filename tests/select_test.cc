@@ -7,7 +7,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "store/kv_codec.h"
+#include "codec/kv_codec.h"
 
 #include <cmath>
 

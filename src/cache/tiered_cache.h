@@ -37,14 +37,14 @@
 #include <ATen/core/Tensor.h>
 
 #include "cache/tier.h"
+#include "codec/kv_codec.h"
 #include "common/pacer.h"
 #include "policy/placement.h"
-#include "store/kv_codec.h"
 
 namespace impress {
 
 // A chunk's keys and values as a backend with a KV codec stores them: host
-// uint8 tensors (store/kv_codec.h), undefined when the chunk has none.
+// uint8 tensors (codec/kv_codec.h), undefined when the chunk has none.
 struct EncodedKv {
   at::Tensor k, v;
   KvCodec codec = KvCodec::kNone;

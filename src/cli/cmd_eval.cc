@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/provenance.h"
+#include "codec/kv_codec.h"
 #include "common/named.h"
 #include "data/task.h"
 #include "engine/request.h"
@@ -14,7 +15,6 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "select/probe_heads.h"
-#include "store/kv_codec.h"
 
 namespace impress {
 namespace {

@@ -5,10 +5,10 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "codec/kv_codec.h"
 #include "data/task.h"
 #include "engine/systems.h"
 #include "experiment/figures.h"
-#include "store/kv_codec.h"
 
 namespace impress {
 namespace {

@@ -7,10 +7,10 @@
 
 #include "cli/commands.h"
 #include "cli/provenance.h"
+#include "codec/kv_codec.h"
 #include "experiment/regression.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "store/kv_codec.h"
 
 namespace impress {
 namespace {

@@ -152,26 +152,60 @@ std::string Markdown(const Figure& f, const std::string& command, const nlohmann
   return md.str();
 }
 
+// The names asked for, `all` expanded in the registry's order; an unknown one is an error.
+StatusOr<std::vector<std::string>> FigureNames(const std::vector<std::string>& asked) {
+  const std::vector<std::string>& known = FigureRunner::Names();
+  std::vector<std::string> names;
+  for (const auto& n : asked) {
+    if (n == "all") names.insert(names.end(), known.begin(), known.end());
+    else names.push_back(n);
+  }
+  for (const auto& n : names)
+    if (std::find(known.begin(), known.end(), n) == known.end())
+      return Status::InvalidArgument("unknown figure '" + n + "' (" + Join(known, ", ") + ", all)");
+  return names;
+}
+
+// The scale's tasks, caches and bandwidth caps from their flags.
+Status ParseScale(ReproduceOptions* o) {
+  FigureScale& s = o->scale;
+  s.tasks = SplitList(o->tasks);
+  RETURN_IF_ERROR(o->tiers.Parse(&s.gpu_cache, &s.cpu_cache, &s.disk_bw, &s.h2d_bw));
+  auto remote_bw = ParseBytes(o->remote_bw);
+  if (!remote_bw.ok()) return remote_bw.status().WithContext("--remote-bw");
+  s.remote_bw = static_cast<double>(*remote_bw);
+  return Status::OK();
+}
+
+// NAME.json (with `provenance`), NAME.csv and NAME.md under --out; the markdown also on stdout.
+Status WriteFigure(const ReproduceOptions& o, const std::string& name, const Figure& fig,
+                   nlohmann::ordered_json* provenance, bool cuda, double secs) {
+  const std::string command = RerunCommand(o, name);
+  (*provenance)["machine"] = Machine(cuda);  // its date is this figure's
+  const nlohmann::ordered_json& machine = (*provenance)["machine"];
+  nlohmann::ordered_json j = {{"provenance", *provenance}, {"name", fig.name}, {"title", fig.title}, {"paper", fig.paper},
+                              {"command", command}, {"scale", ScaleJson(o.scale)}, {"machine", machine},
+                              {"seconds", secs},
+                              {"models", o.models}, {"columns", fig.labels()}, {"column_ids", fig.ids()}, {"rows", fig.rows},
+                              {"series", fig.series}, {"notes", fig.notes}};
+  const std::string base = o.out + "/" + name;
+  for (const auto& [path, text] : {std::pair<std::string, std::string>{base + ".json", j.dump(2) + "\n"},
+                                   {base + ".csv", Csv(fig)},
+                                   {base + ".md", Markdown(fig, command, machine, secs)}})
+    RETURN_IF_ERROR(WriteTextFile(path, text));
+  std::cout << Markdown(fig, command, machine, secs) << "\n";
+  std::cout.flush();
+  return Status::OK();
+}
+
 int RunReproduce(ReproduceOptions o) {
   if (o.names.empty()) return Fail(Status::InvalidArgument("name a figure, or all (`impress list figures` prints them)"));
   if (o.models.empty()) return Fail(Status::InvalidArgument("--model is required"));
   ApplyRuntimeFlags(o.runtime);
-  std::vector<std::string> names;
-  for (const auto& n : o.names) {
-    if (n == "all") names.insert(names.end(), FigureRunner::Names().begin(), FigureRunner::Names().end());
-    else names.push_back(n);
-  }
-  for (const auto& n : names)
-    if (std::find(FigureRunner::Names().begin(), FigureRunner::Names().end(), n) == FigureRunner::Names().end())
-      return Fail(Status::InvalidArgument("unknown figure '" + n + "' (" + Join(FigureRunner::Names(), ", ") + ", all)"));
-  FigureScale& s = o.scale;
-  s.tasks = SplitList(o.tasks);
-  Status parsed = o.tiers.Parse(&s.gpu_cache, &s.cpu_cache, &s.disk_bw, &s.h2d_bw);
+  auto names = FigureNames(o.names);
+  if (!names.ok()) return Fail(names.status());
+  Status parsed = ParseScale(&o);
   if (!parsed.ok()) return Fail(parsed);
-  auto remote_bw = ParseBytes(o.remote_bw);
-  if (!remote_bw.ok()) return Fail(remote_bw.status().WithContext("--remote-bw"));
-  s.remote_bw = static_cast<double>(*remote_bw);
-
   std::vector<std::unique_ptr<Model>> models;
   std::vector<std::unique_ptr<Tokenizer>> toks;
   std::vector<FigureModel> figure_models;
@@ -187,32 +221,17 @@ int RunReproduce(ReproduceOptions o) {
   std::error_code ec;
   std::filesystem::create_directories(o.out, ec);
   if (ec) return Fail(Status::IOError(o.out + ": cannot create: " + ec.message()));
-  FigureRunner runner(figure_models, s, o.data, o.store);
+  FigureRunner runner(figure_models, o.scale, o.data, o.store);
   // Once: the model's digest reads every weight file.
   const bool cuda = models[0]->device().is_cuda();
   nlohmann::ordered_json provenance = Provenance(o.models[0], cuda);
-  for (const std::string& name : names) {
+  for (const std::string& name : *names) {
     const auto start = std::chrono::steady_clock::now();
     auto fig = runner.Make(name);
     if (!fig.ok()) return Fail(fig.status().WithContext(name));
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::string command = RerunCommand(o, name);
-    provenance["machine"] = Machine(cuda);  // its date is this figure's
-    const nlohmann::ordered_json& machine = provenance["machine"];
-    nlohmann::ordered_json j = {{"provenance", provenance}, {"name", fig->name}, {"title", fig->title}, {"paper", fig->paper},
-                                {"command", command}, {"scale", ScaleJson(o.scale)}, {"machine", machine},
-                                {"seconds", secs},
-                                {"models", o.models}, {"columns", fig->labels()}, {"column_ids", fig->ids()}, {"rows", fig->rows},
-                                {"series", fig->series}, {"notes", fig->notes}};
-    const std::string base = o.out + "/" + name;
-    for (const auto& [path, text] : {std::pair<std::string, std::string>{base + ".json", j.dump(2) + "\n"},
-                                     {base + ".csv", Csv(*fig)},
-                                     {base + ".md", Markdown(*fig, command, machine, secs)}}) {
-      Status w = WriteTextFile(path, text);
-      if (!w.ok()) return Fail(w);
-    }
-    std::cout << Markdown(*fig, command, machine, secs) << "\n";
-    std::cout.flush();
+    Status w = WriteFigure(o, name, *fig, &provenance, cuda, secs);
+    if (!w.ok()) return Fail(w);
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/provenance.h"
+#include "codec/kv_codec.h"
 #include "common/named.h"
 #include "common/units.h"
 #include "data/task.h"
@@ -16,7 +17,6 @@
 #include "model/tokenizer.h"
 #include "select/probe_heads.h"
 #include "select/selector.h"
-#include "store/kv_codec.h"
 
 namespace impress {
 namespace {

@@ -8,15 +8,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "codec/kv_codec.h"
 #include "engine/compaction.h"
 #include "engine/prefix_store.h"
+#include "engine/store_log.h"
 #include "engine/store_repair.h"
 #include "model/model.h"
-#include "engine/store_log.h"
 #include "remote/remote_store.h"
 #include "select/probe_heads.h"
 #include "store/chunk_store.h"
-#include "store/kv_codec.h"
 
 namespace impress {
 namespace {

@@ -77,6 +77,81 @@ int NeedlesPerHaystack(const RetrievalOptions& opt) {
   return std::max(opt.choices, static_cast<int>(std::lround(opt.needles_per_1k * opt.haystack_tokens / 1000.0)));
 }
 
+namespace {
+
+// One question per needle, in a seeded order; the other choices are values of
+// other needles. Draws the gold positions from `rng`, after the haystack's own draws.
+void AskQuestions(const RetrievalOptions& opt, int n, uint64_t seed, std::mt19937_64* rng, Haystack* hs) {
+  for (int q : Permutation(n, seed ^ 0x94D049BB133111EBull)) {
+    std::vector<int> others;
+    for (int o : Permutation(n, seed + static_cast<uint64_t>(q) * 0xBF58476D1CE4E5B9ull))
+      if (o != q && static_cast<int>(others.size()) < opt.choices - 1) others.push_back(o);
+    Doc d;
+    d.text = RetrievalQuestion(hs->needles[q].key);
+    d.gold = static_cast<int>((*rng)() % static_cast<uint64_t>(opt.choices));
+    for (int c = 0, k = 0; c < opt.choices; ++c)
+      d.choices.push_back(c == d.gold ? hs->needles[q].value : hs->needles[others[k++]].value);
+    hs->questions.push_back(std::move(d));
+  }
+}
+
+// Filler sentences in a seeded order until the estimate, with the needles,
+// reaches the budget.
+StatusOr<std::vector<std::string>> FillerFor(const std::vector<std::string>& filler, const Tokenizer& tok,
+                                             const RetrievalOptions& opt, const Haystack& hs, uint64_t seed) {
+  const std::vector<int> order = Permutation(static_cast<int>(filler.size()), seed ^ 0xD1B54A32D192ED03ull);
+  int64_t estimate = 1;  // "\n\n"
+  for (const Needle& nd : hs.needles) estimate += Tokens(tok, " " + NeedleSentence(nd));
+  std::vector<std::string> fill;
+  for (size_t i = 0; estimate < opt.haystack_tokens; ++i) {
+    if (i == order.size()) return Status::InvalidArgument("retrieval: the filler is too short for the haystack");
+    fill.push_back(filler[order[i]]);
+    estimate += Tokens(tok, " " + fill.back());
+  }
+  return fill;
+}
+
+// Haystack h of a set: its needles, its text within the budget, its questions.
+StatusOr<Haystack> MakeHaystack(const std::vector<std::string>& filler, const Tokenizer& tok,
+                                const RetrievalOptions& opt, int n, int h) {
+  const uint64_t seed = opt.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(h + 1);
+  std::mt19937_64 rng(seed);
+  Haystack hs;
+  const std::vector<int> key_order = Permutation(static_cast<int>(Keys().size()), seed ^ 0x5851F42D4C957F2Dull);
+  std::set<int> used_values;
+  for (int i = 0; i < n; ++i) {
+    int v;
+    do v = 1000 + static_cast<int>(rng() % 9000); while (!used_values.insert(v).second);
+    hs.needles.push_back({Keys()[key_order[i]], std::to_string(v)});
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> fill, FillerFor(filler, tok, opt, hs, seed));
+  // Needle i goes after filler sentence depth[i] (seeded, sorted).
+  std::vector<int> depth(n);
+  for (int& d : depth) d = static_cast<int>(rng() % (fill.size() + 1));
+  std::sort(depth.begin(), depth.end());
+  std::vector<Piece> pieces;
+  size_t next = 0;
+  for (size_t f = 0; f <= fill.size(); ++f) {
+    for (; next < depth.size() && depth[next] == static_cast<int>(f); ++next)
+      pieces.push_back({NeedleSentence(hs.needles[next]), true});
+    if (f < fill.size()) pieces.push_back({fill[f], false});
+  }
+  // Token boundaries merge across sentences: drop the last filler sentences until it fits.
+  hs.text = Join(pieces);
+  hs.tokens = Tokens(tok, hs.text);
+  while (hs.tokens > opt.haystack_tokens) {
+    auto last = std::find_if(pieces.rbegin(), pieces.rend(), [](const Piece& p) { return !p.needle; });
+    if (last == pieces.rend()) return Status::InvalidArgument("retrieval: the needles alone exceed the haystack");
+    pieces.erase(std::next(last).base());
+    hs.text = Join(pieces);
+    hs.tokens = Tokens(tok, hs.text);
+  }
+  AskQuestions(opt, n, seed, &rng, &hs);
+  return hs;
+}
+
+}  // namespace
+
 StatusOr<std::vector<Haystack>> MakeHaystacks(const std::vector<std::string>& filler, const Tokenizer& tok,
                                               const RetrievalOptions& opt, int count) {
   const int n = NeedlesPerHaystack(opt);
@@ -87,59 +162,7 @@ StatusOr<std::vector<Haystack>> MakeHaystacks(const std::vector<std::string>& fi
   if (filler.size() < 16) return Status::InvalidArgument("retrieval: too few filler sentences");
   std::vector<Haystack> out;
   for (int h = 0; h < count; ++h) {
-    const uint64_t seed = opt.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(h + 1);
-    std::mt19937_64 rng(seed);
-    Haystack hs;
-    const std::vector<int> key_order = Permutation(static_cast<int>(Keys().size()), seed ^ 0x5851F42D4C957F2Dull);
-    std::set<int> used_values;
-    for (int i = 0; i < n; ++i) {
-      int v;
-      do v = 1000 + static_cast<int>(rng() % 9000); while (!used_values.insert(v).second);
-      hs.needles.push_back({Keys()[key_order[i]], std::to_string(v)});
-    }
-    // Filler sentences in a seeded order until the estimate reaches the budget.
-    const std::vector<int> order = Permutation(static_cast<int>(filler.size()), seed ^ 0xD1B54A32D192ED03ull);
-    int64_t estimate = 1;  // "\n\n"
-    for (const Needle& nd : hs.needles) estimate += Tokens(tok, " " + NeedleSentence(nd));
-    std::vector<std::string> fill;
-    for (size_t i = 0; estimate < opt.haystack_tokens; ++i) {
-      if (i == order.size()) return Status::InvalidArgument("retrieval: the filler is too short for the haystack");
-      fill.push_back(filler[order[i]]);
-      estimate += Tokens(tok, " " + fill.back());
-    }
-    // Needle i goes after filler sentence depth[i] (seeded, sorted).
-    std::vector<int> depth(n);
-    for (int& d : depth) d = static_cast<int>(rng() % (fill.size() + 1));
-    std::sort(depth.begin(), depth.end());
-    std::vector<Piece> pieces;
-    size_t next = 0;
-    for (size_t f = 0; f <= fill.size(); ++f) {
-      for (; next < depth.size() && depth[next] == static_cast<int>(f); ++next)
-        pieces.push_back({NeedleSentence(hs.needles[next]), true});
-      if (f < fill.size()) pieces.push_back({fill[f], false});
-    }
-    // Token boundaries merge across sentences: drop the last filler sentences until it fits.
-    hs.text = Join(pieces);
-    hs.tokens = Tokens(tok, hs.text);
-    while (hs.tokens > opt.haystack_tokens) {
-      auto last = std::find_if(pieces.rbegin(), pieces.rend(), [](const Piece& p) { return !p.needle; });
-      if (last == pieces.rend()) return Status::InvalidArgument("retrieval: the needles alone exceed the haystack");
-      pieces.erase(std::next(last).base());
-      hs.text = Join(pieces);
-      hs.tokens = Tokens(tok, hs.text);
-    }
-    // One question per needle, in a seeded order; the other choices are values of other needles.
-    for (int q : Permutation(n, seed ^ 0x94D049BB133111EBull)) {
-      std::vector<int> others;
-      for (int o : Permutation(n, seed + static_cast<uint64_t>(q) * 0xBF58476D1CE4E5B9ull))
-        if (o != q && static_cast<int>(others.size()) < opt.choices - 1) others.push_back(o);
-      Doc d;
-      d.text = RetrievalQuestion(hs.needles[q].key);
-      d.gold = static_cast<int>(rng() % static_cast<uint64_t>(opt.choices));
-      for (int c = 0, k = 0; c < opt.choices; ++c)
-        d.choices.push_back(c == d.gold ? hs.needles[q].value : hs.needles[others[k++]].value);
-      hs.questions.push_back(std::move(d));
-    }
+    ASSIGN_OR_RETURN(Haystack hs, MakeHaystack(filler, tok, opt, n, h));
     out.push_back(std::move(hs));
   }
   return out;

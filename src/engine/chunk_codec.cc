@@ -4,8 +4,8 @@
 
 #include <cstring>
 
+#include "codec/kv_codec_tensor.h"
 #include "common/device_copy.h"
-#include "select/kv_codec_tensor.h"
 
 namespace impress {
 

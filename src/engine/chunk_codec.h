@@ -1,4 +1,4 @@
-// A chunk's three parts put through the store's codec (store/kv_codec.h) on
+// A chunk's three parts put through the store's codec (codec/kv_codec.h) on
 // the way down, and back on the way up: the one place the engine encodes and
 // decodes. With KvCodec::kNone the parts pass through as they are.
 #pragma once

@@ -38,17 +38,20 @@ Status ChunkReader::ReadBackends(std::vector<ChunkRead>* reads, std::vector<Tier
   return Status::OK();
 }
 
-Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const std::vector<uint8_t>& parts,
-                          std::vector<ChunkParts>* out, LoadStats* stats, DeviceSpans* spans) {
-  IMPRESS_CHECK(parts.size() == chunks.size());
-  DeviceSpans none;
-  if (spans == nullptr) spans = &none;
-  out->resize(chunks.size());
-  const ChunkGeometry& g = opt_.geometry;
-  std::vector<size_t> todo;
-  std::vector<uint8_t> need(chunks.size(), 0);
-  std::vector<bool> fresh(chunks.size(), false);  // nothing of it fetched before: counts as one chunk read
-  spans->Open();  // hits in a lower level are copied up
+// One (chunk, layer) the caches did not serve whole: the parts still to read
+// and the tensors they land in.
+struct ChunkReader::Pending {
+  size_t index = 0;    // into the request's chunks and *out
+  uint8_t parts = 0;   // ChunkPart bits still missing
+  bool fresh = false;  // nothing of it fetched before: counts as one chunk read
+  std::array<at::Tensor, 3> got;  // each part as served: keys, values, probe keys
+  std::array<at::Tensor, 3> raw;  // what the backend writes into: `got` itself, or its encoded bytes
+};
+
+std::vector<ChunkReader::Pending> ChunkReader::ServeFromCache(const std::vector<uint64_t>& chunks, int layer,
+                                                              const std::vector<uint8_t>& parts,
+                                                              std::vector<ChunkParts>* out, LoadStats* stats) {
+  std::vector<Pending> pending;
   for (size_t i = 0; i < chunks.size(); ++i) {
     ChunkParts& p = (*out)[i];
     uint8_t missing = 0;
@@ -56,8 +59,8 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
     if ((parts[i] & kValues) && !p.v.defined()) missing |= kValues;
     if ((parts[i] & kProbeKeys) && !p.probe.defined() && !p.k.defined()) missing |= kProbeKeys;
     if (!missing) continue;
-    Tier tier;
     if (!p.k.defined() && !p.v.defined()) {  // untouched: the caches may hold it whole
+      Tier tier;
       int64_t served = 0;
       auto hit = cache_->Get(CacheKey(chunks[i], layer), &tier, &served);
       if (hit) {
@@ -70,81 +73,117 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
         continue;
       }
     }
-    need[i] = missing;
-    fresh[i] = !p.k.defined() && !p.v.defined() && !p.probe.defined();
-    todo.push_back(i);
+    Pending r;
+    r.index = i;
+    r.parts = missing;
+    r.fresh = !p.k.defined() && !p.v.defined() && !p.probe.defined();
+    pending.push_back(std::move(r));
   }
-  spans->Close();
-  if (todo.empty()) return Status::OK();
+  return pending;
+}
+
+// Without a codec each part is read straight into its tensor; with one, into
+// a buffer that fits the largest encoding, to be decoded: on the host, or on
+// CUDA on the device, after its encoded bytes go up.
+std::vector<ChunkRead> ChunkReader::PlanReads(const std::vector<uint64_t>& chunks, int layer,
+                                              std::vector<Pending>* pending) const {
+  const ChunkGeometry& g = opt_.geometry;
   const std::vector<int64_t> full = {g.chunk_tokens, g.kv_heads, g.head_dim};
   const std::vector<int64_t> probe = {g.chunk_tokens, g.probe_kv_heads, g.head_dim};
   const bool cuda = opt_.device.is_cuda();
-  const auto host = at::TensorOptions().dtype(opt_.kv_type).pinned_memory(cuda);
-  // Without a codec each part is read straight into its tensor; with one,
-  // into a buffer that fits the largest encoding, then decoded: on the host,
-  // or on CUDA on the device, after its encoded bytes go up.
   const bool encoded = g.codec != KvCodec::kNone;
+  const auto host = at::TensorOptions().dtype(opt_.kv_type).pinned_memory(cuda);
   const auto bytes_host = at::TensorOptions().dtype(at::kByte).pinned_memory(cuda);
-  std::vector<std::array<at::Tensor, 3>> got(todo.size()), raw(todo.size());
   std::vector<ChunkRead> reads;
-  for (size_t j = 0; j < todo.size(); ++j) {
-    const uint8_t m = need[todo[j]];
+  for (Pending& r : *pending) {
     uint8_t* dst[3] = {nullptr, nullptr, nullptr};
     for (int part = 0; part < 3; ++part) {
-      if (!(m & (1 << part))) continue;  // ChunkPart: keys, values, probe keys
-      if (!(encoded && cuda)) got[j][part] = at::empty(part == 2 ? probe : full, host);
-      raw[j][part] = encoded ? at::empty({static_cast<int64_t>(g.MaxPartBytes(part))}, bytes_host) : got[j][part];
-      dst[part] = static_cast<uint8_t*>(raw[j][part].data_ptr());
+      if (!(r.parts & (1 << part))) continue;  // ChunkPart: keys, values, probe keys
+      if (!(encoded && cuda)) r.got[part] = at::empty(part == 2 ? probe : full, host);
+      r.raw[part] = encoded ? at::empty({static_cast<int64_t>(g.MaxPartBytes(part))}, bytes_host) : r.got[part];
+      dst[part] = static_cast<uint8_t*>(r.raw[part].data_ptr());
     }
-    reads.push_back({chunks[todo[j]], layer, m, dst[0], dst[1], dst[2]});
+    reads.push_back({chunks[r.index], layer, r.parts, dst[0], dst[1], dst[2]});
   }
-  std::vector<Tier> from;
-  RETURN_IF_ERROR(ReadBackends(&reads, &from));
-  TierCounts bytes;
-  spans->Open();  // what was read goes up
-  for (size_t j = 0; j < todo.size(); ++j) {
-    ChunkParts& p = (*out)[todo[j]];
-    const uint8_t m = need[todo[j]];
-    const Tier tier = from[j];
+  return reads;
+}
+
+// Decodes what was read under a codec (keeping the encoded keys and values
+// for the caches) and sends each part up to the model's device once.
+void ChunkReader::TakeReads(const std::vector<ChunkRead>& reads, const std::vector<Tier>& from,
+                            std::vector<Pending>* pending, std::vector<ChunkParts>* out, LoadStats* stats,
+                            TierCounts* bytes) const {
+  const ChunkGeometry& g = opt_.geometry;
+  const bool cuda = opt_.device.is_cuda();
+  const bool encoded = g.codec != KvCodec::kNone;
+  for (size_t j = 0; j < pending->size(); ++j) {
+    Pending& r = (*pending)[j];
+    ChunkParts& p = (*out)[r.index];
     for (int part = 0; part < 3; ++part) {
-      if (!(m & (1 << part))) continue;
+      if (!(r.parts & (1 << part))) continue;
       const size_t paid = g.PartBytes(part, reads[j].codec);
-      bytes[tier] += static_cast<int64_t>(paid);  // what was paid below
+      (*bytes)[from[j]] += static_cast<int64_t>(paid);  // what was paid below
       if (!encoded) continue;
-      at::Tensor held = raw[j][part].narrow(0, 0, static_cast<int64_t>(paid));
-      if (cuda) got[j][part] = DecodeChunkPartOn(g, part, reads[j].codec, ToDevice(held, opt_.device), opt_.kv_type);
-      else DecodeChunkPart(g, part, reads[j].codec, held.data_ptr<uint8_t>(), &got[j][part]);
+      at::Tensor held = r.raw[part].narrow(0, 0, static_cast<int64_t>(paid));
+      if (cuda) r.got[part] = DecodeChunkPartOn(g, part, reads[j].codec, ToDevice(held, opt_.device), opt_.kv_type);
+      else DecodeChunkPart(g, part, reads[j].codec, held.data_ptr<uint8_t>(), &r.got[part]);
       if (part == 2) continue;
       // A cache counts what it holds:
-      (part == 0 ? p.enc.k : p.enc.v) = paid < raw[j][part].nbytes() ? held.clone() : held;  // no spare room
+      (part == 0 ? p.enc.k : p.enc.v) = paid < r.raw[part].nbytes() ? held.clone() : held;  // no spare room
       p.enc.codec = reads[j].codec;
     }
     // On CUDA each part read goes up once, here (from pinned memory, only
     // enqueued on this thread's stream); the cache takes that copy.
-    if (m & kKeys) p.k = ToDevice(got[j][0], opt_.device);
-    if (m & kValues) p.v = ToDevice(got[j][1], opt_.device);
-    if (m & kProbeKeys) p.probe = ToDevice(got[j][2], opt_.device);
-    p.tier = tier;
-    if (fresh[todo[j]]) {
-      (tier == Tier::kRemote ? stats->remote_chunks : stats->disk_chunks)++;
+    if (r.parts & kKeys) p.k = ToDevice(r.got[0], opt_.device);
+    if (r.parts & kValues) p.v = ToDevice(r.got[1], opt_.device);
+    if (r.parts & kProbeKeys) p.probe = ToDevice(r.got[2], opt_.device);
+    p.tier = from[j];
+    if (r.fresh) {
+      (from[j] == Tier::kRemote ? stats->remote_chunks : stats->disk_chunks)++;
       stats->chunks++;
     }
   }
-  std::shared_ptr<void> copied = StreamPoint(opt_.device);  // after every copy up above (null on the CPU)
-  for (size_t j = 0; j < todo.size(); ++j) {
-    const ChunkParts& p = (*out)[todo[j]];
+}
+
+// Offers every chunk now whole (keys and values) to the cache, on CUDA with
+// the event after its copies up and, where both were read now and stored
+// plain, their pinned sources for a host level to keep.
+void ChunkReader::OfferToCache(const std::vector<uint64_t>& chunks, int layer, const std::vector<Pending>& pending,
+                               const std::vector<ChunkParts>& out) {
+  const bool encoded = opt_.geometry.codec != KvCodec::kNone;
+  std::shared_ptr<void> copied = StreamPoint(opt_.device);  // after every copy up (null on the CPU)
+  for (const Pending& r : pending) {
+    const ChunkParts& p = out[r.index];
     if (!p.k.defined() || !p.v.defined()) continue;
     ChunkKv kv{p.k, p.v, p.enc};
     if (copied != nullptr) {
       kv.ready = copied;
-      const uint8_t m = need[todo[j]];
-      if (!encoded && (m & kKeys) && (m & kValues)) {  // both read now: a host level takes their pinned source
-        kv.host_k = got[j][0];
-        kv.host_v = got[j][1];
+      if (!encoded && (r.parts & kKeys) && (r.parts & kValues)) {
+        kv.host_k = r.got[0];
+        kv.host_v = r.got[1];
       }
     }
-    cache_->Put(CacheKey(chunks[todo[j]], layer), kv);
+    cache_->Put(CacheKey(chunks[r.index], layer), kv);
   }
+}
+
+Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const std::vector<uint8_t>& parts,
+                          std::vector<ChunkParts>* out, LoadStats* stats, DeviceSpans* spans) {
+  IMPRESS_CHECK(parts.size() == chunks.size());
+  DeviceSpans none;
+  if (spans == nullptr) spans = &none;
+  out->resize(chunks.size());
+  spans->Open();  // hits in a lower level are copied up
+  std::vector<Pending> pending = ServeFromCache(chunks, layer, parts, out, stats);
+  spans->Close();
+  if (pending.empty()) return Status::OK();
+  std::vector<ChunkRead> reads = PlanReads(chunks, layer, &pending);
+  std::vector<Tier> from;
+  RETURN_IF_ERROR(ReadBackends(&reads, &from));
+  TierCounts bytes;
+  spans->Open();  // what was read goes up
+  TakeReads(reads, from, &pending, out, stats, &bytes);
+  OfferToCache(chunks, layer, pending, *out);
   spans->Close();
   stats->bytes += bytes;
   for (Tier t : {Tier::kDisk, Tier::kRemote})

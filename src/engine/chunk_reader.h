@@ -92,6 +92,20 @@ class ChunkReader {
   static uint64_t CacheKey(uint64_t chunk, int layer) { return (chunk << 12) | static_cast<uint64_t>(layer); }
 
  private:
+  // Fetch's steps, in order: what the caches serve, the reads of the rest
+  // into their buffers, those reads decoded and sent up, the chunks now
+  // whole offered to the cache.
+  struct Pending;
+  std::vector<Pending> ServeFromCache(const std::vector<uint64_t>& chunks, int layer,
+                                      const std::vector<uint8_t>& parts, std::vector<ChunkParts>* out,
+                                      LoadStats* stats);
+  std::vector<ChunkRead> PlanReads(const std::vector<uint64_t>& chunks, int layer,
+                                   std::vector<Pending>* pending) const;
+  void TakeReads(const std::vector<ChunkRead>& reads, const std::vector<Tier>& from, std::vector<Pending>* pending,
+                 std::vector<ChunkParts>* out, LoadStats* stats, TierCounts* bytes) const;
+  void OfferToCache(const std::vector<uint64_t>& chunks, int layer, const std::vector<Pending>& pending,
+                    const std::vector<ChunkParts>& out);
+
   ChunkReaderOptions opt_;
   TieredCache* cache_;
   std::vector<ChunkBackend*> backends_;

@@ -2,21 +2,19 @@
 
 #include <ATen/ATen.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <set>
 #include <unordered_set>
 
+#include "codec/kv_codec_tensor.h"
 #include "engine/chunk_codec.h"
 #include "engine/compaction.h"
 #include "engine/store_log.h"
 #include "model/model.h"
-#include "select/kv_codec_tensor.h"
 #include "store/crc32c.h"
+#include "store/env.h"
 
 namespace impress {
 namespace {
@@ -34,12 +32,13 @@ uint32_t WeightsChecksum(const std::string& dir) {
     for (const auto& e : std::filesystem::directory_iterator(dir))
       if (e.path().extension() == ".safetensors") path = std::min(path, e.path().string());
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  std::vector<char> buf(1 << 20);
-  ssize_t n = ::pread(fd, buf.data(), buf.size(), 0);
-  ::close(fd);
-  return n > 0 ? Crc32c(buf.data(), static_cast<size_t>(n)) : 0;
+  auto file = Env::Default()->Open(path, OpenMode::kRead);
+  if (!file.ok()) return 0;
+  auto size = (*file)->Size();
+  if (!size.ok() || *size == 0) return 0;
+  std::vector<char> buf(std::min<uint64_t>(*size, 1 << 20));  // the first MiB: the header and the first tensors
+  if (!(*file)->Read(0, buf.size(), buf.data()).ok()) return 0;
+  return Crc32c(buf.data(), buf.size());
 }
 
 }  // namespace
@@ -377,31 +376,37 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
       ids = index_.tree().Insert(whole, first_id);
       IMPRESS_CHECK(ids.size() == static_cast<size_t>(total) && ids[matched] == first_id);
     }
-    for (size_t j = 0; j < w.writes.size(); ++j) {
-      // The caches hold what a read returns: the decoded parts, and the encoded ones.
-      const EncodedChunk& e = w.encoded[j];
-      EncodedKv enc;
-      if (e.codec != KvCodec::kNone) enc = {e.bytes[0], e.bytes[1], e.codec};
-      cache_->Put(ChunkReader::CacheKey(w.writes[j].chunk_id, w.writes[j].layer),
-                  ChunkKv{e.decoded[0].clone(), e.decoded[1].clone(), enc});
-    }
-    // The score policy places what Put holds once it is observed: computed,
-    // never accessed (score 0), these land only where there is room.
-    const std::vector<uint64_t> added(ids.begin() + matched, ids.end());
-    for (int l = 0; l < geo_.layers; ++l) reader_->ObserveWhole(added, l);
-    if (!below_.empty()) {
-      ChunkPut put;
-      put.tokens = std::move(whole), put.ids = ids, put.first = static_cast<size_t>(matched);
-      put.kv = std::make_shared<const std::vector<at::Tensor>>(std::move(keep));
-      if (geo_.codec != KvCodec::kNone) {  // ChunkPut's order: (layer, chunk, part), as written
-        auto parts = std::make_shared<std::vector<at::Tensor>>();
-        for (const EncodedChunk& e : w.encoded) parts->insert(parts->end(), e.bytes.begin(), e.bytes.end());
-        put.encoded = std::move(parts);
-      }
-      for (const auto& b : below_) b->Put(put, nullptr);
-    }
+    CacheInserted(w, std::vector<uint64_t>(ids.begin() + matched, ids.end()));
+    if (!below_.empty()) PutBelow(std::move(whole), ids, matched, std::move(keep), w);
     return n;
   }
+}
+
+void PrefixStore::CacheInserted(const ChunkWrites& w, const std::vector<uint64_t>& added) {
+  for (size_t j = 0; j < w.writes.size(); ++j) {
+    // The caches hold what a read returns: the decoded parts, and the encoded ones.
+    const EncodedChunk& e = w.encoded[j];
+    EncodedKv enc;
+    if (e.codec != KvCodec::kNone) enc = {e.bytes[0], e.bytes[1], e.codec};
+    cache_->Put(ChunkReader::CacheKey(w.writes[j].chunk_id, w.writes[j].layer),
+                ChunkKv{e.decoded[0].clone(), e.decoded[1].clone(), enc});
+  }
+  // The score policy places what Put holds once it is observed: computed,
+  // never accessed (score 0), these land only where there is room.
+  for (int l = 0; l < geo_.layers; ++l) reader_->ObserveWhole(added, l);
+}
+
+void PrefixStore::PutBelow(std::vector<int32_t> whole, const std::vector<uint64_t>& ids, int64_t matched,
+                           std::vector<at::Tensor> keep, const ChunkWrites& w) {
+  ChunkPut put;
+  put.tokens = std::move(whole), put.ids = ids, put.first = static_cast<size_t>(matched);
+  put.kv = std::make_shared<const std::vector<at::Tensor>>(std::move(keep));
+  if (geo_.codec != KvCodec::kNone) {  // ChunkPut's order: (layer, chunk, part), as written
+    auto parts = std::make_shared<std::vector<at::Tensor>>();
+    for (const EncodedChunk& e : w.encoded) parts->insert(parts->end(), e.bytes.begin(), e.bytes.end());
+    put.encoded = std::move(parts);
+  }
+  for (const auto& b : below_) b->Put(put, nullptr);
 }
 
 }  // namespace impress

@@ -52,8 +52,8 @@ struct PrefixStoreOptions {
   std::string dir;                  // where the chunk store lives
   int chunk_tokens = 64;
   std::string kv_dtype = "float16"; // float16, bfloat16 or float32 on disk and in the caches
-  // How the disk stores chunk parts (store/kv_codec.h); a codec needs
-  // float16 KV and no backend below (the remote tier stores the KV dtype).
+  // How the disk, the host cache levels and the backends below store chunk
+  // parts (codec/kv_codec.h); a codec needs float16 KV.
   KvCodec kv_codec = KvCodec::kNone;
   int probe_heads = 3;              // query heads whose KV heads' keys get a second, contiguous copy
   ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads (select/probe_heads.h)
@@ -164,6 +164,11 @@ class PrefixStore {
   // parts [C, heads, d]), into `w`.
   void AddWrite(uint64_t id, int l, int64_t index, const at::Tensor& k, const at::Tensor& v, const at::Tensor& p,
                 ChunkWrites* w) const;
+  // Insert's steps after its commit: the new chunks into the caches (and to
+  // the score policy), then to every backend below.
+  void CacheInserted(const ChunkWrites& w, const std::vector<uint64_t>& added);
+  void PutBelow(std::vector<int32_t> whole, const std::vector<uint64_t>& ids, int64_t matched,
+                std::vector<at::Tensor> keep, const ChunkWrites& w);
 
   const Model& model_;
   PrefixStoreOptions opt_;

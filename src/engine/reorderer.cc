@@ -6,9 +6,9 @@
 #include <cstring>
 #include <numeric>
 
+#include "codec/kv_codec_tensor.h"
 #include "engine/chunk_codec.h"
 #include "engine/store_log.h"
-#include "select/kv_codec_tensor.h"
 
 namespace impress {
 

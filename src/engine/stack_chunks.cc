@@ -5,8 +5,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "codec/kv_codec.h"
 #include "common/status.h"
-#include "store/kv_codec.h"
 
 namespace impress {
 namespace {

@@ -4,12 +4,12 @@
 
 #include <functional>
 
+#include "codec/kv_codec_tensor.h"
 #include "common/device_copy.h"
 #include "common/utf8.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "select/importance.h"
-#include "select/kv_codec_tensor.h"
 
 namespace impress {
 namespace {

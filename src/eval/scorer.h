@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "codec/kv_codec.h"
 #include "common/status.h"
 #include "data/task.h"
 #include "model/kv_provider.h"
 #include "select/selector.h"
-#include "store/kv_codec.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -53,7 +53,7 @@ class Scorer {
   // (everything by default). With a `codec`, documents attend to what a
   // store with that codec serves: the prefix's whole chunks
   // (select.chunk_tokens) computed once, encoded and decoded
-  // (select/kv_codec_tensor.h), and the tokens after the last whole chunk a
+  // (codec/kv_codec_tensor.h), and the tokens after the last whole chunk a
   // document shares computed over them, as a store-backed request does.
   Scorer(Model& model, const Tokenizer& tok, const SelectorOptions& select = {}, KvCodec codec = KvCodec::kNone);
 

@@ -37,7 +37,7 @@ struct EvalConfig {
   std::string probe_layout = "first";  // IMPRESS probe heads: "first" (the paper) or "spread"
   int chunk = 64;                  // chunk size of the "chunk" unit (the prefix is cut as a store would)
   // The stored KV codec (fp16, int8, int4): the prefix's whole chunks are
-  // encoded and decoded as a store with it serves them (select/kv_codec_tensor.h).
+  // encoded and decoded as a store with it serves them (codec/kv_codec_tensor.h).
   std::string kv_codec = "fp16";
   // The retrieval task (data/retrieval.h): its generator's needle density
   // and choices; the haystack size is prefix_tokens (2048 when 0), the seed

@@ -124,6 +124,7 @@ class FigureRunner {
   StatusOr<Figure> Fig24();
   StatusOr<Figure> Fig25();
   StatusOr<Figure> Motivation(const std::string& name);  // head-jaccard, similarity-ratio, chunk-importance
+  StatusOr<const nlohmann::ordered_json*> HeadAnalysisJson();  // the memoized head analysis Motivation draws
   StatusOr<Figure> Codec();
   // `c` with the cluster as its slow tier: the pool published by a writer,
   // then read by a reader whose local store starts empty.

@@ -83,6 +83,43 @@ StatusOr<SharedPrefix> ShareThePrefix(const Tokenizer& tok, const std::string& p
 
 }  // namespace
 
+namespace {
+
+// Tokens some head kept (`mask` [heads, P]), and their share of each chunk
+// that holds one: into the histogram, the chunks read and the shares' sum.
+void CountChunkShares(const at::Tensor& mask, int64_t chunk_tokens, HeadAnalysis* a, double* share_sum) {
+  const int64_t p = mask.size(1);
+  const at::Tensor kept = std::get<0>(mask.max(0)).contiguous();
+  const float* kp = kept.data_ptr<float>();
+  for (int64_t s = 0; s < p; s += chunk_tokens) {
+    const int64_t e = std::min(p, s + chunk_tokens);
+    double n = 0;
+    for (int64_t t = s; t < e; ++t) n += kp[t];
+    if (n == 0) continue;
+    const double share = n / (e - s);
+    a->histogram[std::min<int>(9, static_cast<int>(std::ceil(share * 10)) - 1)]++;
+    a->chunks_read++;
+    *share_sum += share;
+  }
+}
+
+// The sums over documents and layers as means.
+void Average(const std::vector<at::Tensor>& heat, double share_sum, HeadAnalysis* a) {
+  const double n = double(a->docs) * a->layers;
+  for (int l = 0; l < a->layers; ++l) {
+    at::Tensor m = heat[l] / a->docs;
+    const float* mp = m.contiguous().data_ptr<float>();
+    a->jaccard[l].assign(mp, mp + a->heads * a->heads);
+  }
+  for (size_t i = 0; i < a->all_heads.size(); ++i) {
+    a->all_heads[i] /= n;
+    a->probe_heads[i] /= n;
+  }
+  a->important_share_mean = a->chunks_read ? share_sum / a->chunks_read : 0;
+}
+
+}  // namespace
+
 StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const std::string& prefix,
                                     const std::vector<Doc>& docs, const HeadAnalysisOptions& o) {
   const ModelConfig& c = model.config();
@@ -118,19 +155,7 @@ StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const st
       a.all_heads[i] += MeanOffDiagonal(jr, a.heads);
       a.probe_heads[i] += MeanOffDiagonal(jr, std::min<int64_t>(o.probe_heads, a.heads));
     }
-    // Tokens some head kept, and their share of each chunk that holds one.
-    const at::Tensor kept = std::get<0>(mask.max(0)).contiguous();
-    const float* kp = kept.data_ptr<float>();
-    for (int64_t s = 0; s < p; s += o.chunk_tokens) {
-      const int64_t e = std::min(p, s + o.chunk_tokens);
-      double n = 0;
-      for (int64_t t = s; t < e; ++t) n += kp[t];
-      if (n == 0) continue;
-      const double share = n / (e - s);
-      a.histogram[std::min<int>(9, static_cast<int>(std::ceil(share * 10)) - 1)]++;
-      a.chunks_read++;
-      share_sum += share;
-    }
+    CountChunkShares(mask, o.chunk_tokens, &a, &share_sum);
   };
   DenseKvCache cache(c.num_layers);
   model.Forward(prefix_ids, 0, cache);
@@ -146,17 +171,7 @@ StatusOr<HeadAnalysis> AnalyzeHeads(Model& model, const Tokenizer& tok, const st
     a.docs++;
   }
   if (a.docs == 0) return Status::InvalidArgument("head analysis: no document kept the prefix's tokens intact");
-  const double n = double(a.docs) * a.layers;
-  for (int l = 0; l < a.layers; ++l) {
-    at::Tensor m = heat[l] / a.docs;
-    const float* mp = m.contiguous().data_ptr<float>();
-    a.jaccard[l].assign(mp, mp + a.heads * a.heads);
-  }
-  for (size_t i = 0; i < nr; ++i) {
-    a.all_heads[i] /= n;
-    a.probe_heads[i] /= n;
-  }
-  a.important_share_mean = a.chunks_read ? share_sum / a.chunks_read : 0;
+  Average(heat, share_sum, &a);
   return a;
 }
 

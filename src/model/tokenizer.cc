@@ -273,6 +273,45 @@ std::vector<Piece> EachPiece(const std::vector<Piece>& in, F split) {
 const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// ByteLevel: GPT-2's split (unless use_regex is off), an optional prefix
+// space, then each byte as its printable stand-in.
+StatusOr<PreTokenizer> ByteLevelPreTokenizer(const json& j) {
+  bool prefix = j.value("add_prefix_space", false), use_regex = j.value("use_regex", true);
+  ASSIGN_OR_RETURN(std::shared_ptr<Regex> re, Regex::Compile(kGpt2Pattern));
+  return PreTokenizer([prefix, use_regex, re](std::vector<Piece> in) {
+    auto split = EachPiece(in, [&](const Piece& p) {
+      std::string s = p.text;
+      if (prefix && (s.empty() || s[0] != ' ')) s = " " + s;
+      return use_regex ? SplitBy(s, re->FindAll(s), Behavior::kIsolated, false) : std::vector<std::string>{s};
+    });
+    for (auto& p : split) {
+      std::string mapped;
+      for (unsigned char c : p.text) mapped += Bytes().to_char[c];
+      p.text = std::move(mapped);
+    }
+    return split;
+  });
+}
+
+// Metaspace: spaces as the replacement character, prepended per the scheme,
+// split before each replacement when `split`.
+StatusOr<PreTokenizer> MetaspacePreTokenizer(const json& j) {
+  std::string rep = j.value("replacement", "\xE2\x96\x81");
+  std::string scheme = j.value("prepend_scheme", j.value("add_prefix_space", true) ? "always" : "never");
+  bool split = j.value("split", true);
+  if (scheme != "always" && scheme != "first" && scheme != "never")
+    return Status::InvalidArgument("Metaspace prepend_scheme '" + scheme + "' is not supported");
+  return PreTokenizer([rep, scheme, split](std::vector<Piece> in) {
+    return EachPiece(in, [&](const Piece& p) {
+      std::string s = ReplaceAll(p.text, StringMatches(p.text, " "), rep);
+      bool starts = s.compare(0, rep.size(), rep) == 0;
+      if (!starts && (scheme == "always" || (scheme == "first" && p.at_start))) s = rep + s;
+      return split ? SplitBy(s, StringMatches(s, rep), Behavior::kMergedWithNext, false)
+                   : std::vector<std::string>{s};
+    });
+  });
+}
+
 StatusOr<PreTokenizer> ParsePreTokenizer(const json& j) {
   if (j.is_null()) return PreTokenizer([](std::vector<Piece> p) { return p; });
   const std::string type = j.value("type", "");
@@ -287,39 +326,8 @@ StatusOr<PreTokenizer> ParsePreTokenizer(const json& j) {
       return p;
     });
   }
-  if (type == "ByteLevel") {
-    bool prefix = j.value("add_prefix_space", false), use_regex = j.value("use_regex", true);
-    ASSIGN_OR_RETURN(std::shared_ptr<Regex> re, Regex::Compile(kGpt2Pattern));
-    return PreTokenizer([prefix, use_regex, re](std::vector<Piece> in) {
-      auto split = EachPiece(in, [&](const Piece& p) {
-        std::string s = p.text;
-        if (prefix && (s.empty() || s[0] != ' ')) s = " " + s;
-        return use_regex ? SplitBy(s, re->FindAll(s), Behavior::kIsolated, false) : std::vector<std::string>{s};
-      });
-      for (auto& p : split) {
-        std::string mapped;
-        for (unsigned char c : p.text) mapped += Bytes().to_char[c];
-        p.text = std::move(mapped);
-      }
-      return split;
-    });
-  }
-  if (type == "Metaspace") {
-    std::string rep = j.value("replacement", "\xE2\x96\x81");
-    std::string scheme = j.value("prepend_scheme", j.value("add_prefix_space", true) ? "always" : "never");
-    bool split = j.value("split", true);
-    if (scheme != "always" && scheme != "first" && scheme != "never")
-      return Status::InvalidArgument("Metaspace prepend_scheme '" + scheme + "' is not supported");
-    return PreTokenizer([rep, scheme, split](std::vector<Piece> in) {
-      return EachPiece(in, [&](const Piece& p) {
-        std::string s = ReplaceAll(p.text, StringMatches(p.text, " "), rep);
-        bool starts = s.compare(0, rep.size(), rep) == 0;
-        if (!starts && (scheme == "always" || (scheme == "first" && p.at_start))) s = rep + s;
-        return split ? SplitBy(s, StringMatches(s, rep), Behavior::kMergedWithNext, false)
-                     : std::vector<std::string>{s};
-      });
-    });
-  }
+  if (type == "ByteLevel") return ByteLevelPreTokenizer(j);
+  if (type == "Metaspace") return MetaspacePreTokenizer(j);
   if (type == "Digits") {
     Behavior b = j.value("individual_digits", false) ? Behavior::kIsolated : Behavior::kContiguous;
     return PreTokenizer([b](std::vector<Piece> in) {

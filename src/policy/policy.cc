@@ -69,7 +69,7 @@ class LfuPolicy final : public CachePolicy {
 StatusOr<std::unique_ptr<CachePolicy>> MakePolicy(const std::string& name) {
   if (name == "lru") return std::unique_ptr<CachePolicy>(new LruPolicy());
   if (name == "lfu") return std::unique_ptr<CachePolicy>(new LfuPolicy());
-  return Status::InvalidArgument("unknown cache policy '" + name + "' (lru, lfu; score is made by the tiered cache)");
+  return Status::InvalidArgument("unknown cache policy '" + name + "' (lru, lfu; score is a placement, ScorePlacement)");
 }
 
 }  // namespace impress

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "store/kv_codec.h"
+#include "codec/kv_codec.h"
 
 namespace impress {
 

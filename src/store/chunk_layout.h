@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
+#include "codec/kv_codec.h"
 #include "common/status.h"
 #include "store/env.h"
-#include "store/kv_codec.h"
 
 namespace impress {
 
@@ -21,7 +21,7 @@ struct ChunkGeometry {
   int head_dim = 0;
   int probe_kv_heads = 1;
   int elem_bytes = 2;  // fp16 or bf16; 4 for fp32
-  // How parts are stored (store/kv_codec.h): the values themselves, or
+  // How parts are stored (codec/kv_codec.h): the values themselves, or
   // quantized. A chunk may be stored with another codec than the store's
   // (int4 stores keep a prefix's first chunk at int8): ChunkLocation says.
   KvCodec codec = KvCodec::kNone;

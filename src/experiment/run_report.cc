@@ -1,0 +1,149 @@
+// The report `impress run` prints for one RunSystems result: its
+// configuration, the systems' table, then the sections a run has only when
+// something happened in it (selection parts, the remote tier, damage met,
+// speculation, reordering, Fig. 19's per-layer loads).
+#include <string>
+
+#include "experiment/run_systems.h"
+
+namespace impress {
+namespace {
+
+std::string Size(double bytes) {
+  if (bytes <= 0) return "off";
+  char buf[32];
+  if (bytes >= (1 << 30)) std::snprintf(buf, sizeof buf, "%.3gG", bytes / (1 << 30));
+  else if (bytes >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.3gM", bytes / (1 << 20));
+  else std::snprintf(buf, sizeof buf, "%.3gK", bytes / 1024);
+  return buf;
+}
+
+long long LL(int64_t v) { return static_cast<long long>(v); }
+
+void PrintConfiguration(const RunResults& result, std::FILE* out) {
+  const RunConfig& c = result.config;
+  std::fprintf(out, "model %s, task %s, pool %d x %d tokens, %d requests (+%d warm-up), chunk %d, kv %s\n",
+               result.model.empty() ? "?" : result.model.c_str(), c.task.c_str(), c.pool, c.prefix_tokens, c.requests,
+               c.warmup, c.chunk, c.kv_dtype.c_str());
+  std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s%s%s\n\n",
+               Size(static_cast<double>(c.gpu_cache)).c_str(),
+               result.device == "cuda" ? "CUDA" : "emulated in host memory", Size(static_cast<double>(c.cpu_cache)).c_str(),
+               Size(c.disk_bw).c_str(), Size(c.h2d_bw).c_str(), static_cast<long long>(result.kv_bytes_per_token),
+               c.retention, c.alpha, c.itf_unit.c_str(), c.probe_layout.c_str(), c.prefetch ? "" : "; no prefetch",
+               c.speculate ? "; speculative K/V" : "");
+}
+
+void PrintSystemsTable(const RunResults& result, std::FILE* out) {
+  std::fprintf(out, "| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | select ms | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
+  std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const RunResult& r : result.runs) {
+    const TierCounts& b = r.bytes_read;
+    std::fprintf(out, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.1f | %.2f | %.3f | %.3f | %.3f |\n",
+                 r.system.c_str(), r.policy.c_str(), r.ttft_ms.mean, r.ttft_ms.p50, r.ttft_ms.p99, r.io_ms_mean,
+                 r.io_share, r.select_ms_mean, b[Tier::kGpu] / 1e6, b[Tier::kCpu] / 1e6, b[Tier::kDisk] / 1e6,
+                 r.hit_gpu, r.hit_cpu, LL(r.chunk_loads), LL(r.chunks_read), r.kv_chunks_per_request, r.kv_hit_gpu,
+                 r.kept_share, r.fallback_share, r.acc);
+  }
+  std::string repeated;
+  for (const RunResult& r : result.runs)
+    if (r.repeated) repeated += (repeated.empty() ? "" : ", ") + r.system;
+  if (!repeated.empty())
+    std::fprintf(out, "\nrepeated from an earlier point of the sweep, which it does not depend on: %s\n", repeated.c_str());
+}
+
+// Selection time in its parts, for the systems that spend any.
+void PrintSelectionParts(const RunResults& result, std::FILE* out) {
+  bool selects = false;
+  for (const RunResult& r : result.runs) selects |= r.select_ms_mean > 0;
+  if (!selects) return;
+  std::fprintf(out, "\nselection per request (ms): importance, deciding (top-k, trust test, agreed set), gathering (chunks into tensors); "
+                    "beside it, the cache policy placing chunks on what was used (not selection)\n");
+  std::fprintf(out, "| system | select ms | importance | decision | gather | select share of ttft | placement ms |\n|---|---|---|---|---|---|---|\n");
+  for (const RunResult& r : result.runs) {
+    if (r.select_ms_mean <= 0) continue;
+    const SelectParts& p = r.select_parts;
+    std::fprintf(out, "| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.1f |\n", r.system.c_str(), r.select_ms_mean,
+                 p.importance_ms, p.decision_ms, p.gather_ms,
+                 r.ttft_ms.mean > 0 ? r.select_ms_mean / r.ttft_ms.mean : 0.0, r.placement_ms_mean);
+  }
+}
+
+// The remote tier: what each system read from it, its faults, and what
+// opening the store adopted from it instead of computing.
+void PrintRemote(const RunResults& result, std::FILE* out) {
+  const RunConfig& c = result.config;
+  if (c.remote.empty()) return;
+  std::fprintf(out, "\nremote tier %s (read cap %s):\n", c.remote.c_str(), Size(c.remote_bw).c_str());
+  std::fprintf(out, "| system | MB remote | chunks from remote | parts missing | corrupt | read errors | recomputed requests | adopted chunks | computed prefixes | chunks published | MOVED | ASK | slot reloads | reconnects | timeouts |\n");
+  std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const RunResult& r : result.runs) {
+    if (!r.remote || !r.fill) continue;  // systems that do not reuse KV
+    const RemoteTally& x = *r.remote;
+    std::fprintf(out, "| %s | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld |\n",
+                 r.system.c_str(), r.bytes_read[Tier::kRemote] / 1e6, LL(r.remote_chunks_read), LL(x.parts_missing),
+                 LL(x.parts_corrupt), LL(x.read_errors), LL(r.recomputed_after_error), LL(r.fill->adopted_chunks),
+                 LL(r.fill->computed_prefixes), LL(x.chunks_written), LL(x.moved), LL(x.ask), LL(x.slot_reloads),
+                 LL(x.reconnects), LL(x.timeouts));
+  }
+}
+
+// Damage met (requests that recomputed a stored chunk, and the chunks they
+// wrote back) and speculative K/V reads (how many, and how many selection
+// then needed).
+void PrintDamageAndSpeculation(const RunResults& result, std::FILE* out) {
+  for (const RunResult& r : result.runs) {
+    if (r.recomputed_after_error == 0 && r.healed_chunks == 0) continue;
+    std::fprintf(out, "\n%s: %lld requests met damaged or missing chunks; %lld chunks recomputed and written back\n",
+                 r.system.c_str(), LL(r.recomputed_after_error), LL(r.healed_chunks));
+  }
+  for (const RunResult& r : result.runs) {
+    if (r.speculated_chunks_per_request <= 0) continue;
+    std::fprintf(out, "\n%s speculative K/V: %.1f (chunk, layer) pairs read ahead per request, %.1f%% of them needed\n",
+                 r.system.c_str(), r.speculated_chunks_per_request, 100.0 * r.speculated_used_share);
+  }
+}
+
+// Reordering: what it rewrote, and its metadata against the chunks it describes.
+void PrintReordering(const RunResults& result, std::FILE* out) {
+  for (const RunResult& r : result.runs) {
+    if (!r.reorder) continue;
+    const ReorderSection& f = *r.reorder;
+    const double cb = f.chunk_bytes > 0 ? static_cast<double>(f.chunk_bytes) : 1.0;
+    std::fprintf(out, "\n%s reordering: %lld passes, %lld node copies installed, %lld (chunk, layer) pairs written, "
+                 "%.1f MB of replaced copies freed and %.1f MB of their log records dropped; "
+                 "mapping lists %.3f%%, scores %.3f%% and importance history %.3f%% of chunk bytes\n",
+                 r.system.c_str(), LL(f.passes), LL(f.nodes_reordered), LL(f.chunks_written), f.bytes_freed / 1e6,
+                 f.log_bytes_dropped / 1e6, 100.0 * f.mapping_bytes / cb, 100.0 * f.score_bytes / cb,
+                 100.0 * f.history_bytes / cb);
+    if (f.housekeeping_failures > 0)
+      std::fprintf(out, "%s reordering: %lld frees or log rewrites failed (a full disk?); later passes retried them\n",
+                   r.system.c_str(), LL(f.housekeeping_failures));
+  }
+}
+
+// Fig. 19: per layer, the share of the prefix's chunks whose K/V were loaded
+// and of IMPRESS probe tests that fell back.
+void PrintLayers(const RunResults& result, std::FILE* out) {
+  for (const RunResult& r : result.runs) {
+    if (r.kept_share >= 1.0) continue;
+    std::fprintf(out, "\n%s per layer (KV chunks loaded / fallback share):", r.system.c_str());
+    for (size_t l = 0; l < r.layer_kv_load_ratio.size(); ++l)
+      std::fprintf(out, "%s L%zu %.2f/%.2f", l % 6 == 0 ? "\n " : "", l, r.layer_kv_load_ratio[l],
+                   r.layer_fallback_share[l]);
+    std::fprintf(out, "\n");
+  }
+}
+
+}  // namespace
+
+void PrintRunReport(const RunResults& result, std::FILE* out) {
+  PrintConfiguration(result, out);
+  PrintSystemsTable(result, out);
+  PrintSelectionParts(result, out);
+  PrintRemote(result, out);
+  PrintDamageAndSpeculation(result, out);
+  PrintReordering(result, out);
+  PrintLayers(result, out);
+}
+
+}  // namespace impress
