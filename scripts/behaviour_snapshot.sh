@@ -16,7 +16,8 @@ store=$(mktemp -d)
 trap 'rm -rf "$store"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 
-all=$("$build/impress" run --list-paper-systems | paste -sd,)
+all=$("$build/impress" list systems --paper 2>/dev/null || "$build/impress" run --list-paper-systems)
+all=$(paste -sd, <<<"$all")  # `list` since 7f8f01f; the flag before it
 common=(--model "$model" --task piqa --retention 0.25 --pool 4 --prefix-tokens 1024 --requests 12 --warmup 4
         --gpu-cache 8M --cpu-cache 16M --store "$store")
 run() {  # NAME ARGS...
