@@ -1,13 +1,11 @@
 // impress eval: lm-eval-style multiple-choice accuracy behind a shared
 // few-shot prefix. --itf-unit, --retention and --alpha take comma-separated lists.
-#include <algorithm>
 #include <fstream>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/provenance.h"
 #include "codec/kv_codec.h"
-#include "common/named.h"
 #include "data/task.h"
 #include "engine/request.h"
 #include "experiment/eval_tasks.h"
@@ -36,9 +34,8 @@ int RunEval(EvalOptions o) {
   if (o.task == "all") {
     c.tasks = BenchmarkTaskNames();
   } else {
-    const std::vector<std::string> names = TaskNames();
-    if (std::find(names.begin(), names.end(), o.task) == names.end())
-      return Fail(Status::InvalidArgument("--task: unknown task '" + o.task + "' (" + JoinNames(names) + ", all)"));
+    Status known = CheckTaskName(o.task, true);
+    if (!known.ok()) return Fail(known);
     c.tasks.push_back(o.task);
   }
   auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/provenance.h"
+#include "common/named.h"
 #include "common/units.h"
 #include "data/task.h"
 #include "experiment/figures.h"
@@ -31,22 +32,12 @@ struct ReproduceOptions {
   std::vector<std::string> names;
   std::vector<std::string> models;
   std::string out = "results/figures", store = "stores", data = "data";
-  std::string tasks = [] {
-    std::string s;
-    for (const std::string& t : BenchmarkTaskNames()) s += (s.empty() ? "" : ",") + t;
-    return s;
-  }();
+  std::string tasks = JoinNames(BenchmarkTaskNames(), ",");
   TierFlags tiers{"16M", "32M", "128M", "640M"};
   std::string remote_bw = "16M";
   FigureScale scale;
   RuntimeFlags runtime;
 };
-
-std::string Join(const std::vector<std::string>& v, const char* sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 
 template <typename T>
 std::string JoinNum(const std::vector<T>& v) {
@@ -162,7 +153,7 @@ StatusOr<std::vector<std::string>> FigureNames(const std::vector<std::string>& a
   }
   for (const auto& n : names)
     if (std::find(known.begin(), known.end(), n) == known.end())
-      return Status::InvalidArgument("unknown figure '" + n + "' (" + Join(known, ", ") + ", all)");
+      return Status::InvalidArgument("unknown figure '" + n + "' (" + JoinNames(known) + ", all)");
   return names;
 }
 
@@ -243,7 +234,7 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   FigureScale* s = &o->scale;
   CLI::App* cmd = app.add_subcommand("reproduce", "The paper's figures: NAME.json, .csv and .md per figure under --out");
   cmd->option_defaults()->always_capture_default();  // --help shows each default
-  cmd->add_option("names", o->names, "figures: " + Join(FigureRunner::Names(), ", ") + ", or all");
+  cmd->add_option("names", o->names, "figures: " + JoinNames(FigureRunner::Names()) + ", or all");
   cmd->add_option("--model", o->models, "Hugging Face model directory (required); repeat for fig25 (the others use the first)");
   cmd->add_option("--out", o->out, "folder for the figures' files");
   cmd->add_option("--store", o->store, "folder for the chunk stores (one per model and chunk size)");

@@ -8,10 +8,10 @@
 
 namespace impress {
 
-// "a, b, c".
-inline std::string JoinNames(const std::vector<std::string>& names) {
+// "a, b, c" (or with another separator: "a,b,c").
+inline std::string JoinNames(const std::vector<std::string>& names, const char* sep = ", ") {
   std::string list;
-  for (size_t i = 0; i < names.size(); ++i) list += (i ? ", " : "") + names[i];
+  for (size_t i = 0; i < names.size(); ++i) list += (i ? sep : "") + names[i];
   return list;
 }
 

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/named.h"
 #include "common/utf8.h"
 
 namespace impress {
@@ -142,6 +143,12 @@ std::vector<std::string> TaskNames() {
   std::vector<std::string> names = BenchmarkTaskNames();
   names.push_back(kRetrievalTask);
   return names;
+}
+
+Status CheckTaskName(const std::string& name, bool all_allowed) {
+  if (FindTask(name) != nullptr || name == kRetrievalTask) return Status::OK();
+  return Status::InvalidArgument("--task: unknown task '" + name + "' (" + JoinNames(TaskNames()) +
+                                 (all_allowed ? ", all)" : ")"));
 }
 
 const TaskSpec* FindTask(const std::string& name) {

@@ -33,6 +33,9 @@ inline constexpr char kRetrievalTask[] = "retrieval";
 std::vector<std::string> BenchmarkTaskNames();
 // Every task `eval` runs: the benchmark tasks, then the retrieval task.
 std::vector<std::string> TaskNames();
+// OK when `name` is one of TaskNames(); else "--task: unknown task '<name>'
+// (<TaskNames>[, all])", the list ending in `all` where the caller takes it.
+Status CheckTaskName(const std::string& name, bool all_allowed);
 
 // Reads `path` (one JSON object per line, the Hugging Face field names) into
 // documents. Errors name the file and line: invalid UTF-8 or JSON, a missing

@@ -161,10 +161,8 @@ StatusOr<nlohmann::ordered_json> EvalRetrieval(const EvalConfig& c, const Tokeni
 StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& c) {
   std::vector<const TaskSpec*> tasks;
   for (const std::string& name : c.tasks) {
-    const TaskSpec* t = FindTask(name);
-    if (t == nullptr && name != kRetrievalTask)
-      return Status::InvalidArgument("--task: unknown task '" + name + "' (" + JoinNames(TaskNames()) + ", all)");
-    tasks.push_back(t);  // nullptr: retrieval
+    RETURN_IF_ERROR(CheckTaskName(name, true));
+    tasks.push_back(FindTask(name));  // nullptr: retrieval
   }
   // Reordering and cache policy change where KV lives, not which tokens are chosen.
   ASSIGN_OR_RETURN(const System system, ParseSystem(c.system, c.retention, c.alpha));

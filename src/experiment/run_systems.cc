@@ -255,9 +255,8 @@ std::string MemoKey(const RunConfig& o, const System& s) {
 }  // namespace
 
 StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o, RunMemo* memo) {
+  RETURN_IF_ERROR(CheckTaskName(o.task, false));
   const TaskSpec* task = FindTask(o.task);  // nullptr: retrieval
-  if (task == nullptr && o.task != kRetrievalTask)
-    return Status::InvalidArgument("--task: unknown task '" + o.task + "' (" + JoinNames(TaskNames()) + ")");
   ASSIGN_OR_RETURN(std::vector<System> systems, ParseSystems(o));
   if (!o.remote.empty()) memo = nullptr;
   std::optional<Workload> w;  // loaded for the first system that runs here
