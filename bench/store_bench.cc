@@ -6,6 +6,7 @@
 // DIR must be on the file system to measure (not tmpfs). The store is built
 // once (SmolLM2 geometry: 64 tokens x 3 KV heads x 64 dims, fp16) and reused.
 // scripts/bench_store.sh compares the result with fio on the same file.
+#include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -80,10 +81,15 @@ int main(int argc, char** argv) {
   }
   if ((*store)->chunk_count() < static_cast<size_t>(f.chunks)) {
     const auto& g = (*store)->geometry();
-    std::vector<uint8_t> k(g.KeyBytes(), 1), v(g.KeyBytes(), 2), p(g.ProbeBytes(), 3);
+    impress::EncodedChunk chunk;  // the same parts for every chunk
+    chunk.bytes = {at::full({int64_t(g.KeyBytes())}, 1, at::kByte), at::full({int64_t(g.KeyBytes())}, 2, at::kByte),
+                   at::full({int64_t(g.ProbeBytes())}, 3, at::kByte)};
     for (int first = static_cast<int>((*store)->chunk_count()); first < f.chunks; first += 256) {
-      std::vector<impress::ChunkWrite> w;
-      for (int id = first; id < std::min(f.chunks, first + 256); ++id) w.push_back({uint64_t(id), 0, k.data(), v.data(), p.data()});
+      std::vector<impress::EncodedChunk> w;
+      for (int id = first; id < std::min(f.chunks, first + 256); ++id) {
+        chunk.chunk_id = uint64_t(id);
+        w.push_back(chunk);
+      }
       impress::Status s = (*store)->Commit(w, "{}");
       if (!s.ok()) {
         std::cerr << "impress_store_bench: error: " << s.message() << "\n";

@@ -14,7 +14,9 @@ matches any other (a line break, an indent). EXPR, evaluated with `d` bound to
 SOURCE (JSON parsed, .jsonl a list of rows, anything else its text) and the
 helpers below (`load(PATH)`, `result(d, TASK)`, `md_table(TEXT)`, `row(...)`,
 `script_output(NAME, ARGS...)`: what scripts/NAME prints, for a table a script
-makes from a result file), gives the value, a tuple for several fields. The
+makes from a result file; `bench_us(SRC, NAME)`: a benchmark's time from Google
+Benchmark's JSON or console text; `said(TEXT, REGEX)`: the numbers a prose
+source states; `run_of(RUN, SYSTEM)`), gives the value, a tuple for several fields. The
 claim holds when TEXT, filled with EXPR's value, occurs in SECTION. A `param`
 row names numbers that are inputs rather than measurements (a retention, a
 count of questions asked for, a model's name): TEXT is literal and must occur
@@ -148,8 +150,29 @@ def helpers(repo):
             raise KeyError(f"{len(lines)} lines start with '{prefix}'")
         return lines[0]
 
+    units = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+
+    def bench_us(src, name):  # a Google Benchmark's real time in µs, from its JSON or console text
+        if isinstance(src, dict):
+            b = [x for x in src["benchmarks"] if x["name"] == name][0]
+            return b["real_time"] * units[b["time_unit"]]
+        m = re.search(r"(?m)^" + re.escape(name) + r"\s+([\d.]+) (ns|us|ms|s)\b", src)
+        if m is None:
+            raise KeyError(f"no benchmark {name}")
+        return float(m.group(1)) * units[m.group(2)]
+
+    def said(text, pattern):  # PATTERN's groups in TEXT (a prose source) as numbers; one group: a number
+        m = re.search(pattern, text, re.S)
+        if m is None:
+            raise KeyError(f"nothing matches {pattern}")
+        vals = tuple(float(g) if "." in g else int(g) for g in m.groups())
+        return vals[0] if len(vals) == 1 else vals
+
+    def run_of(d, system):  # one system's entry of a run JSON
+        return [r for r in d["runs"] if r["system"] == system][0]
+
     return {"result": result, "md_table": md_table, "row": row, "script_output": script_output,
-            "line_starting": line_starting,
+            "line_starting": line_starting, "bench_us": bench_us, "said": said, "run_of": run_of,
             "load": lambda p: load(repo, p), "math": math,
             "statistics": statistics, "re": re}
 

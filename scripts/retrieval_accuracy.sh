@@ -18,5 +18,6 @@ run() {  # NAME ARGS...
 }
 run recomp --system recomp
 run floor --system recomp --no-prefix
-for s in random h2o-lru; do run "$s" --system "$s" --retention "$ret"; done
+for s in random static h2o-lru; do run "$s" --system "$s" --retention "$ret"; done
 for u in token chunk; do run "impress-itf-$u" --system impress-itf --itf-unit "$u" --retention "$ret"; done
+run h2o-lru-p7 --system h2o-lru --retention "$ret" --importance-pool 7  # H2O's importance max-pooled over 7 positions

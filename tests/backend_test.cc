@@ -22,6 +22,7 @@
 #include "engine/request.h"
 #include "model/model.h"
 #include "model_store_fixture.h"
+#include "store_peer.h"
 
 namespace impress {
 namespace {
@@ -113,13 +114,13 @@ class MemoryBackend final : public ChunkBackend {
     }
     return Status::OK();
   }
-  void Put(ChunkPut put, std::function<void(const Status&)> done) override {
+  void PutCopy(CopyPut, std::function<void(const Status&)> done) override {
+    w_->Check();  // reordered copies stay where they were made
+    if (done) done(Status::IOError("memory: no copies"));
+  }
+  void Put(PrefixPut put, std::function<void(const Status&)> done) override {
     w_->Check();
-    if (put.order != nullptr) {  // reordered copies stay where they were made
-      if (done) done(Status::IOError("memory: no copies"));
-      return;
-    }
-    const size_t c = g_.chunk_tokens;
+    const size_t c = g_.chunk_tokens, n = put.ids.size() - put.first;
     const size_t bytes[3] = {g_.KeyBytes(), g_.KeyBytes(), g_.ProbeBytes()};
     std::lock_guard<std::mutex> lock(m_->mu);
     for (size_t i = put.first; i < put.ids.size(); ++i) {
@@ -128,7 +129,7 @@ class MemoryBackend final : public ChunkBackend {
       layers.resize(g_.layers);
       for (int l = 0; l < g_.layers; ++l)
         for (int p = 0; p < 3; ++p) {
-          const auto* src = static_cast<const uint8_t*>((*put.kv)[3 * l + p][(i - put.first) * c].data_ptr());
+          const auto* src = static_cast<const uint8_t*>((*put.chunks)[l * n + i - put.first].bytes[p].data_ptr());
           layers[l][p].assign(src, src + bytes[p]);
         }
       names_[put.ids[i]] = name;
@@ -157,7 +158,8 @@ class MemoryBackend final : public ChunkBackend {
   std::shared_ptr<MemoryChunks> m_;
   ChunkGeometry g_;
   LockWatch* w_;
-  void Known(const ChunkPut& chunks) override { w_->Check(); }
+  void Known(const PrefixPut&) override { w_->Check(); }
+  void KnownCopy(const CopyPut&) override { w_->Check(); }
   std::vector<uint64_t> Lost(const std::vector<uint64_t>& ids) const override {
     w_->Check();
     std::lock_guard<std::mutex> lock(m_->mu);
@@ -201,7 +203,7 @@ TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndex
     });
     auto s = PrefixStore::Open(*model_, o);
     EXPECT_TRUE(s.ok()) << s.status().message();
-    watch.index.push_back(&(*s)->index().mu());
+    watch.index.push_back(&PrefixStoreTestPeer::index(**s).mu());
     return std::move(*s);
   };
   TempDir a_dir, b_dir;
@@ -221,9 +223,9 @@ TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndex
   RequestTrace got_trace;
   const at::Tensor got = Run("impress-itf", b.get(), ctx, 96, &got_trace);
   EXPECT_EQ(got_trace.reused_tokens, 96);
-  EXPECT_GT(got_trace.load.remote_chunks, 0);
-  EXPECT_EQ(got_trace.load.disk_chunks, 0);
-  EXPECT_EQ(b->disk().chunk_count(), 0u);  // adopted by a record, the data left below
+  EXPECT_GT(got_trace.load.read[Tier::kRemote], 0);
+  EXPECT_EQ(got_trace.load.read[Tier::kDisk], 0);
+  EXPECT_EQ(PrefixStoreTestPeer::disk(*b).chunk_count(), 0u);  // adopted by a record, the data left below
   EXPECT_TRUE(got.allclose(want, 1e-5, 1e-5)) << (got - want).abs().max().item<float>();
   // A chunk gone from below: the request recomputes it, keeps it on its disk
   // (asking the backend what it lost, without the index mutex) and answers
@@ -239,7 +241,7 @@ TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndex
   EXPECT_TRUE(at::equal(healed, got));
   const at::Tensor after = Run("impress-itf", b.get(), ctx, 96, &after_trace);
   EXPECT_FALSE(after_trace.recomputed_after_error) << after_trace.error;
-  EXPECT_GT(after_trace.load.disk_chunks, 0);
+  EXPECT_GT(after_trace.load.read[Tier::kDisk], 0);
   EXPECT_TRUE(at::equal(after, got));
   EXPECT_GT(watch.io.load(), 10);
   EXPECT_EQ(watch.under_lock.load(), 0) << "fsyncs or backend calls with the index mutex held";
@@ -259,10 +261,12 @@ class StalledLookups final : public ChunkBackend {
   Tier tier() const override { return Tier::kRemote; }
   bool Holds(uint64_t, int) const override { return false; }
   Status Read(std::vector<ChunkRead>*) override { return Status::NotFound("stalled: holds nothing"); }
-  void Put(ChunkPut, std::function<void(const Status&)> done) override {
+  void Put(PrefixPut, std::function<void(const Status&)> done) override {
     if (done) done(Status::OK());
   }
-  void Known(const ChunkPut&) override {}
+  void PutCopy(CopyPut, std::function<void(const Status&)> done) override {
+    if (done) done(Status::OK());
+  }
   StatusOr<int64_t> Discover(const std::vector<int32_t>&, int64_t, uint64_t,
                              const std::function<StatusOr<std::vector<uint64_t>>(int64_t)>&) override {
     std::unique_lock<std::mutex> l(g_->mu);

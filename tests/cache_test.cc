@@ -5,8 +5,10 @@
 #include <chrono>
 #include <future>
 #include <random>
+#include <set>
 #include <thread>
 
+#include "cache/chunk_key.h"
 #include "cache/radix_tree.h"
 #include "engine/store_log.h"
 #include "store/chunk_store.h"
@@ -72,6 +74,20 @@ TEST(RadixTree, ReplayGivesSameIds) {
     EXPECT_EQ(b.MatchPrefix(s).tokens(), static_cast<int64_t>(s.size()));
   }
   EXPECT_EQ(a.Nodes().size(), b.Nodes().size());
+}
+
+// The caches' key: a (chunk, layer) packs into one word and back, and two
+// pairs never share a word (layers up to 4095, chunk ids up to 2^52 - 1).
+TEST(ChunkKey, PacksAndUnpacksEveryLayer) {
+  std::set<uint64_t> seen;
+  for (uint64_t chunk : {uint64_t{0}, uint64_t{1}, uint64_t{4096}, (uint64_t{1} << 52) - 1})
+    for (int layer : {0, 1, 31, 4095}) {
+      const uint64_t key = ChunkKey{chunk, layer}.packed();
+      EXPECT_TRUE(seen.insert(key).second) << chunk << " " << layer;
+      const ChunkKey back = ChunkKey::Unpack(key);
+      EXPECT_EQ(back.chunk, chunk);
+      EXPECT_EQ(back.layer, layer);
+    }
 }
 
 TEST(Policy, LruAndLfuOrder) {

@@ -2,6 +2,7 @@
 // chunks, one process at a time, and crash safety under SIGKILL at random points.
 #include "store/chunk_store.h"
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -41,17 +42,24 @@ std::vector<uint8_t> Content(uint64_t id, int layer, int part, size_t n) {
 }
 
 // Commits chunks [first, first + n) for every layer as one record.
+// Chunk `id` of `layer` with Content's parts, stored uncoded.
+EncodedChunk ContentChunk(const ChunkGeometry& g, uint64_t id, int layer) {
+  EncodedChunk e;
+  e.chunk_id = id, e.layer = layer;
+  const size_t bytes[3] = {g.KeyBytes(), g.KeyBytes(), g.ProbeBytes()};
+  for (int part = 0; part < 3; ++part) {
+    const std::vector<uint8_t> c = Content(id, layer, part, bytes[part]);
+    e.bytes[part] = at::empty({static_cast<int64_t>(c.size())}, at::kByte);
+    std::memcpy(e.bytes[part].data_ptr(), c.data(), c.size());
+  }
+  return e;
+}
+
 Status CommitChunks(ChunkStore& s, uint64_t first, int n) {
   const auto& g = s.geometry();
-  std::vector<std::vector<uint8_t>> keep;
-  std::vector<ChunkWrite> w;
+  std::vector<EncodedChunk> w;
   for (uint64_t id = first; id < first + n; ++id)
-    for (int l = 0; l < g.layers; ++l) {
-      keep.push_back(Content(id, l, 0, g.KeyBytes()));
-      keep.push_back(Content(id, l, 1, g.KeyBytes()));
-      keep.push_back(Content(id, l, 2, g.ProbeBytes()));
-      w.push_back({id, l, keep[keep.size() - 3].data(), keep[keep.size() - 2].data(), keep.back().data()});
-    }
+    for (int l = 0; l < g.layers; ++l) w.push_back(ContentChunk(g, id, l));
   return s.Commit(w, "record " + std::to_string(first));
 }
 
@@ -150,14 +158,8 @@ TEST(ChunkStore, ReplaceHealsADamagedChunk) {
   EXPECT_EQ((*s)->Damaged({0, 1}), std::vector<uint64_t>{1});
   const uint64_t end = (*s)->data_bytes();
   // Every layer of chunk 1 again, with the content it was committed with.
-  std::vector<std::vector<uint8_t>> keep;
-  std::vector<ChunkWrite> w;
-  for (int l = 0; l < g.layers; ++l) {
-    keep.push_back(Content(1, l, 0, g.KeyBytes()));
-    keep.push_back(Content(1, l, 1, g.KeyBytes()));
-    keep.push_back(Content(1, l, 2, g.ProbeBytes()));
-    w.push_back({1, l, keep[keep.size() - 3].data(), keep[keep.size() - 2].data(), keep.back().data()});
-  }
+  std::vector<EncodedChunk> w;
+  for (int l = 0; l < g.layers; ++l) w.push_back(ContentChunk(g, 1, l));
   FreeStats freed;
   ASSERT_TRUE((*s)->Replace(w, "healed", &freed).ok());
   EXPECT_EQ(freed.chunk_layers, static_cast<uint64_t>(g.layers));

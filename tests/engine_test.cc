@@ -17,6 +17,7 @@
 #include "codec/kv_codec_tensor.h"
 #include "model/model.h"
 #include "model_store_fixture.h"
+#include "store_peer.h"
 
 namespace impress {
 namespace {
@@ -69,7 +70,7 @@ class ReuseTest : public testing::ModelStoreTest {
     EXPECT_EQ(after.healed_chunks, 0);
     EXPECT_TRUE(at::equal(*again, want));
     uint64_t checked = 0;
-    EXPECT_TRUE((*store)->disk().Verify(&checked).ok());
+    EXPECT_TRUE(PrefixStoreTestPeer::disk(**store).Verify(&checked).ok());
   }
   // What a codec store serves `ctx` with its first 64 tokens (4 chunks of
   // 16) stored: the context's KV computed whole, those positions put
@@ -128,7 +129,7 @@ class ReuseTest : public testing::ModelStoreTest {
     EXPECT_TRUE(a.equal(b));
     EXPECT_EQ(at.layer_kv_chunks, bt.layer_kv_chunks);
     EXPECT_EQ(at.load.chunks, bt.load.chunks);
-    EXPECT_EQ(at.load.disk_chunks, bt.load.disk_chunks);
+    EXPECT_EQ(at.load.read[Tier::kDisk], bt.load.read[Tier::kDisk]);
     for (int l = 0; l < model_->config().num_layers; ++l) {
       EXPECT_EQ(at.selection.kept[l], bt.selection.kept[l]) << "layer " << l;
       EXPECT_EQ(at.selection.fallbacks[l], bt.selection.fallbacks[l]) << "layer " << l;
@@ -184,7 +185,7 @@ TEST_P(ReuseTest, ReopenedStoreServesCommittedPrefixes) {
   }
   auto store = PrefixStore::Open(*model_, Options(dir.path()));
   ASSERT_TRUE(store.ok()) << store.status().message();
-  EXPECT_EQ((*store)->index().tree().chunk_count(), 4u);
+  EXPECT_EQ(PrefixStoreTestPeer::index(**store).tree().chunk_count(), 4u);
   RequestTrace t;
   ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &t).ok());
   EXPECT_EQ(t.reused_tokens, 64);
@@ -280,7 +281,7 @@ TEST_P(ReuseTest, TheCpuTierHoldsEncodedChunks) {
       std::unique_ptr<RewindableKv> kv;
       RequestTrace first, second, third;
       ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &first).ok());
-      TieredCache& cache = (*store)->cache();
+      TieredCache& cache = PrefixStoreTestPeer::cache(**store);
       if (gpu == 0) EXPECT_EQ(cache.used(Tier::kCpu), encoded);  // every chunk, encoded
       for (RequestTrace* t : {&second, &third}) {
         auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, t);

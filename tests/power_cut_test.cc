@@ -21,6 +21,7 @@
 #include "model_store_fixture.h"
 #include "power_cut_env.h"
 #include "store/manifest.h"
+#include "store_peer.h"
 
 namespace impress {
 namespace {
@@ -157,10 +158,10 @@ TEST_P(PowerCutTest, EveryReturnedCommitSurvivesAndNothingTornIsServed) {
     auto s = PrefixStore::Open(*model_, Options(dir.path()));
     ASSERT_TRUE(s.ok()) << "cut at call " << at << " of " << calls << ": " << s.status().message();
     uint64_t checked = 0;
-    Status v = (*s)->disk().Verify(&checked);
+    Status v = PrefixStoreTestPeer::disk(**s).Verify(&checked);
     ASSERT_TRUE(v.ok()) << v.message();
     for (int p : committed)
-      EXPECT_EQ((*s)->index().tree().MatchPrefix(prefixes_[p]).chunks.size(), prefixes_[p].size() / 16) << "prefix " << p;
+      EXPECT_EQ(PrefixStoreTestPeer::index(**s).tree().MatchPrefix(prefixes_[p]).chunks.size(), prefixes_[p].size() / 16) << "prefix " << p;
     lost_prefixes += 3 - static_cast<int64_t>(committed.size());
     kept_all += committed.size() == 3;
     for (int p = 0; p < 3; ++p) {

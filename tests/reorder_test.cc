@@ -25,6 +25,7 @@
 #include "engine/request.h"
 #include "model/model.h"
 #include "model_store_fixture.h"
+#include "store_peer.h"
 
 namespace impress {
 namespace {
@@ -37,11 +38,11 @@ uint64_t LogSize(const std::string& dir) { return std::filesystem::file_size(dir
 Status ReadLayer(PrefixStore& store, const std::vector<uint64_t>& chunks, int layer, at::Tensor* k, at::Tensor* v) {
   std::vector<ChunkParts> parts;
   LoadStats stats;
-  RETURN_IF_ERROR(store.reader().Fetch(chunks, layer, kKeys | kValues, &parts, &stats));
+  RETURN_IF_ERROR(store.Fetch(chunks, layer, std::vector<uint8_t>(chunks.size(), kKeys | kValues), &parts, &stats));
   std::vector<at::Tensor> ks, vs;
   for (const ChunkParts& p : parts) ks.push_back(p.k), vs.push_back(p.v);
-  *k = store.reader().StackChunks(ks);
-  *v = store.reader().StackChunks(vs);
+  *k = store.StackChunks(ks);
+  *v = store.StackChunks(vs);
   return Status::OK();
 }
 
@@ -245,12 +246,12 @@ TEST_P(ReorderTest, ReplacedAndDroppedCopiesAreFreed) {
     ASSERT_TRUE((*a)->Reorder({1, 0.0}, &second).ok());  // min_moved 0: rewrite even if the order held
     ASSERT_EQ(second.nodes_reordered, 1);
     EXPECT_EQ(second.bytes_freed, 0);
-    EXPECT_TRUE((*a)->disk().Has(lease.chunks[0], 0));
+    EXPECT_TRUE(PrefixStoreTestPeer::disk(**a).Has(lease.chunks[0], 0));
     (*a)->Release(lease);
     FreeStats freed;
     ASSERT_TRUE((*a)->FreeRetired(&freed).ok());
     EXPECT_EQ(freed.chunk_layers, copy_records);
-    EXPECT_FALSE((*a)->disk().Has(lease.chunks[0], 0));
+    EXPECT_FALSE(PrefixStoreTestPeer::disk(**a).Has(lease.chunks[0], 0));
     EXPECT_TRUE(Run("impress-itf-ro", 0.25, a->get(), ctx, 96).equal(Run("impress-itf-ro", 0.25, b->get(), ctx, 96)));
     // A prefix sharing the first 2 chunks splits the node and drops the second copy; the
     // store closes before any pass frees it.
@@ -364,7 +365,7 @@ TEST_P(ReorderTest, PassesKeepTheLogBounded) {
       EXPECT_EQ(st.nodes_reordered, 1);
       *dropped += st.log_bytes_dropped;
     }
-    return (*a)->disk().LogBytes();
+    return PrefixStoreTestPeer::disk(**a).LogBytes();
   };
   TempDir one, kept, bounded;
   int64_t dropped = 0;
@@ -401,13 +402,13 @@ TEST_P(ReorderTest, AFailedFreeIsRetriedByTheNextPass) {
   ASSERT_TRUE(lease.reordered());
   ASSERT_TRUE((*a)->Reorder({1, 0.0}, &second).ok());
   (*a)->Release(lease);
-  ASSERT_TRUE((*a)->disk().Has(lease.chunks[0], 0));
+  ASSERT_TRUE(PrefixStoreTestPeer::disk(**a).Has(lease.chunks[0], 0));
 
   struct rlimit old_limit;
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
   auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
   struct rlimit full = old_limit;
-  full.rlim_cur = (*a)->disk().LogBytes();
+  full.rlim_cur = PrefixStoreTestPeer::disk(**a).LogBytes();
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &full), 0);
   ReorderStats failed;
   const Status s = (*a)->Reorder({}, &failed);  // nothing to rewrite; only the free
@@ -416,13 +417,13 @@ TEST_P(ReorderTest, AFailedFreeIsRetriedByTheNextPass) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(failed.housekeeping_failures, 1);
   EXPECT_EQ(failed.bytes_freed, 0);
-  EXPECT_TRUE((*a)->disk().Has(lease.chunks[0], 0));
+  EXPECT_TRUE(PrefixStoreTestPeer::disk(**a).Has(lease.chunks[0], 0));
 
   ReorderStats retried;
   ASSERT_TRUE((*a)->Reorder({}, &retried).ok());
   EXPECT_EQ(retried.housekeeping_failures, 0);
   EXPECT_GT(retried.bytes_freed, 0);
-  EXPECT_FALSE((*a)->disk().Has(lease.chunks[0], 0));
+  EXPECT_FALSE(PrefixStoreTestPeer::disk(**a).Has(lease.chunks[0], 0));
   const std::vector<int32_t> ctx = Query(prefix, 1);
   EXPECT_TRUE(Run("impress-itf-ro", 0.25, a->get(), ctx, 96).equal(Run("impress-itf-ro", 0.25, ref->get(), ctx, 96)));
 }
@@ -460,15 +461,15 @@ TEST_P(ReorderTest, OpeningFreesWhatEarlierSessionsLeft) {
     ASSERT_TRUE((*a)->Reorder({}, &stats).ok());
     ASSERT_EQ(stats.nodes_reordered, 1);
     EXPECT_EQ(stats.bytes_freed, 0);
-    EXPECT_TRUE((*a)->disk().Has(old_copy, 0));
+    EXPECT_TRUE(PrefixStoreTestPeer::disk(**a).Has(old_copy, 0));
     new_copy = first_chunk(a->get());
     ASSERT_NE(new_copy, UINT64_MAX);
   }
   const uint64_t log_before = LogSize(dir.path());
   auto a = PrefixStore::Open(*model_, Options(dir.path()));
   ASSERT_TRUE(a.ok()) << a.status().message();
-  EXPECT_FALSE((*a)->disk().Has(old_copy, 0));
-  EXPECT_LT((*a)->disk().LogBytes(), log_before);  // and the old copy's record is gone
+  EXPECT_FALSE(PrefixStoreTestPeer::disk(**a).Has(old_copy, 0));
+  EXPECT_LT(PrefixStoreTestPeer::disk(**a).LogBytes(), log_before);  // and the old copy's record is gone
   EXPECT_EQ(first_chunk(a->get()), new_copy);
 }
 

@@ -55,11 +55,11 @@ int RunEval(EvalOptions o) {
     c.retention = p.retention;
     auto r = EvalTasks(**model, **tok, c);
     if (!r.ok()) return Fail(r.status().WithContext("--system " + c.system));
-    (*r)["model"] = o.model;
+    r->model = o.model;
     if (!results.empty()) std::printf("\n");
-    PrintEvalReport(*r, stdout);
+    r->Print(stdout);
     std::fflush(stdout);
-    results.push_back(std::move(*r));
+    results.push_back(r->ToJson());
   }
   if (!o.json_path.empty()) {
     const bool cuda = (*model)->device().is_cuda();
@@ -103,7 +103,7 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--chunk", c->chunk, "tokens per chunk the chunk ITF unit selects (the prefix cut as a store cuts it)")
       ->check(PositiveNumber());
   cmd->add_option("--kv-codec", c->kv_codec,
-                  "the prefix's whole chunks as a store with this codec serves them: fp16 (as computed), int8, int4, k8v4")
+                  "the prefix's whole chunks as a store with this codec serves them (fp16: as computed)")
       ->check(CLI::IsMember(KvCodecNames()));
   cmd->add_option("--seed", c->seed, "seed of the few-shot sample");
   cmd->add_option("--data", c->data, "folder with <task>/<split>.jsonl (make data)");

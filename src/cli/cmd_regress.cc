@@ -99,7 +99,7 @@ void AddRegressCommand(CLI::App& app, std::vector<Command>* commands) {
                   "regression tells B from A; a broken selection must fail)")
       ->delimiter(',');
   cmd->add_option("--kv-codec", o->kv_codec,
-                  "score with the prefix KV a store with this codec serves (fp16, int8, int4, k8v4), in place of the "
+                  "score with the prefix KV a store with this codec serves, in place of the "
                   "expected file's config.kv_codec (fp16 when it has none)")
       ->check(CLI::IsMember(KvCodecNames()));
   AddRuntimeFlags(cmd, &o->runtime);

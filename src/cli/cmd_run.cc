@@ -123,7 +123,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
       ->check(CLI::IsMember(PolicyNames()));
   cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
   cmd->add_option("--kv-codec", c->kv_codec,
-                  "how the disk stores chunk parts: fp16 (as they are), int8, int4 or k8v4 (docs/store.md); a store keeps the "
+                  "how the disk stores chunk parts (fp16: as they are; docs/store.md); a store keeps the "
                   "codec it was made with")
       ->check(CLI::IsMember(KvCodecNames()));
   cmd->add_option("--mean", c->mean, "centre of the prefix choice, fraction of the pool");

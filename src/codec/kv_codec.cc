@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/named.h"
+
 namespace impress {
 namespace {
 
@@ -241,25 +243,22 @@ KvCodec PartCodec(KvCodec codec, KvRole role) {
 }  // namespace
 
 const std::vector<std::string>& KvCodecNames() {
-  static const std::vector<std::string> names = {"fp16", "int8", "int4", "k8v4"};
+  static const std::vector<std::string> names = {"fp16", "int8", "int4", "k8v4"};  // KvCodec's order
   return names;
 }
 
 StatusOr<KvCodec> ParseKvCodec(const std::string& name) {
-  if (name == "fp16" || name == "none") return KvCodec::kNone;
-  if (name == "int8") return KvCodec::kInt8;
-  if (name == "int4") return KvCodec::kInt4;
-  if (name == "k8v4") return KvCodec::kK8V4;
-  return Status::InvalidArgument("--kv-codec: unknown '" + name + "' (fp16, int8, int4, k8v4)");
+  if (name == "none") return KvCodec::kNone;
+  const std::vector<std::string>& names = KvCodecNames();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (name == names[i]) return static_cast<KvCodec>(i);
+  return Status::InvalidArgument("--kv-codec: unknown '" + name + "' (" + JoinNames(names) + ")");
 }
 
 const char* KvCodecName(KvCodec codec) {
-  switch (codec) {
-    case KvCodec::kInt8: return "int8";
-    case KvCodec::kInt4: return "int4";
-    case KvCodec::kK8V4: return "k8v4";
-    default: return "fp16";
-  }
+  const std::vector<std::string>& names = KvCodecNames();
+  const size_t i = static_cast<size_t>(codec);
+  return i < names.size() ? names[i].c_str() : names[0].c_str();
 }
 
 KvCodec ChunkCodec(KvCodec codec, int64_t index) {

@@ -18,28 +18,32 @@
 #include <ATen/core/Tensor.h>
 
 #include "cache/tier.h"
+#include "codec/encoded_chunk.h"
 #include "common/status.h"
 #include "store/chunk_store.h"
 
 namespace impress {
 
-// Chunks to hand to a backend. Either original chunks: ids[first..] of the
-// prefix `tokens` (whole chunks from the root; ids[i] is chunk i), or, when
-// `order` is set, a reordered copy of the node whose own chunks are `source`,
-// packed by `order` into the chunks copy_first.. . `kv` holds the keys, values
-// and probe keys of what is put (three tensors per layer, token-major rows
-// [n*C, heads, d] on the host), and stays alive until the put is done. Under
-// a KV codec `encoded` holds the same parts as the home backend stored them,
-// one uint8 tensor per (layer, chunk put, part): [(l * n + i) * 3 + part].
-struct ChunkPut {
+// A prefix's original chunks for a backend: ids[first..] of `tokens` (whole
+// chunks from the root; ids[i] is chunk i). `chunks` holds them as the home
+// backend stored them, in (layer, chunk) order: entry l * n + i is chunk
+// ids[first + i] of layer l, n = ids.size() - first. It owns their parts and
+// stays alive until the put is done.
+struct PrefixPut {
   std::vector<int32_t> tokens;
   std::vector<uint64_t> ids;
   size_t first = 0;
+  std::shared_ptr<const std::vector<EncodedChunk>> chunks;
+};
+
+// A reordered copy of the node whose own chunks are `source`, packed by
+// `order` into the chunks copy_first.. ; `chunks` as in PrefixPut (n =
+// source.size()).
+struct CopyPut {
   std::vector<uint64_t> source;
   const std::vector<std::vector<int32_t>>* order = nullptr;
   uint64_t copy_first = 0;
-  std::shared_ptr<const std::vector<at::Tensor>> kv;
-  std::shared_ptr<const std::vector<at::Tensor>> encoded;
+  std::shared_ptr<const std::vector<EncodedChunk>> chunks;
 };
 
 class ChunkBackend {
@@ -55,13 +59,18 @@ class ChunkBackend {
   virtual Status Read(std::vector<ChunkRead>* reads) = 0;
   // Takes `put`; returns at once. `done`, when given, runs once the chunks are
   // written or have failed (perhaps on the calling thread, before Put returns).
-  virtual void Put(ChunkPut put, std::function<void(const Status&)> done) {
+  virtual void Put(PrefixPut put, std::function<void(const Status&)> done) {
     if (done) done(Status::InvalidArgument("this backend takes no puts"));
   }
-  // Learns that the index holds chunks `ids` of `tokens` (from the root, whole
-  // chunks; ids[i] is chunk i), or a reordered copy (`put.order` set, no kv):
-  // at open, so that a backend can name them as its peers do.
-  virtual void Known(const ChunkPut& chunks) {}
+  // The same for a reordered copy.
+  virtual void PutCopy(CopyPut put, std::function<void(const Status&)> done) {
+    if (done) done(Status::InvalidArgument("this backend takes no copies"));
+  }
+  // Learns at open that the index holds chunks `ids` of `tokens` (no
+  // `chunks`), so that a backend can name them as its peers do.
+  virtual void Known(const PrefixPut& prefix) {}
+  // The same for a reordered copy (no `chunks`).
+  virtual void KnownCopy(const CopyPut& copy) {}
   // How many whole chunks of `tokens` past the first `matched` (the last of
   // which is `parent`, when matched > 0) it holds, from the first. Those it
   // found are then adopted: `adopt(n)` returns the ids the index gave them

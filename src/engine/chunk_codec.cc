@@ -9,22 +9,6 @@
 
 namespace impress {
 
-EncodedChunk EncodeChunk(KvCodec codec, const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe) {
-  EncodedChunk e;
-  e.codec = codec;
-  const at::Tensor parts[3] = {k, v, probe};
-  for (int p = 0; p < 3; ++p) {
-    if (codec == KvCodec::kNone) {
-      e.bytes[p] = e.decoded[p] = parts[p];
-      continue;
-    }
-    const KvRole role = p == 1 ? KvRole::kValues : KvRole::kKeys;
-    e.bytes[p] = EncodePart(codec, role, parts[p]);
-    e.decoded[p] = DecodePart(codec, role, e.bytes[p], parts[p].size(0), parts[p].size(1), parts[p].size(2));
-  }
-  return e;
-}
-
 void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint8_t* bytes, at::Tensor* out) {
   const int heads = part == 2 ? g.probe_kv_heads : g.kv_heads;
   if (codec == KvCodec::kNone) {

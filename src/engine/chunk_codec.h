@@ -1,6 +1,6 @@
-// A chunk's three parts put through the store's codec (codec/kv_codec.h) on
-// the way down, and back on the way up: the one place the engine encodes and
-// decodes. With KvCodec::kNone the parts pass through as they are.
+// A chunk's stored parts decoded on the way up (codec/kv_codec.h): the one
+// place the engine decodes (the way down is codec/encoded_chunk.h's
+// EncodeForStore). With KvCodec::kNone the parts pass through as they are.
 #pragma once
 
 #include <array>
@@ -12,18 +12,6 @@
 #include "store/chunk_layout.h"
 
 namespace impress {
-
-// One chunk's parts [C, heads, d] in the KV dtype (keys, values, probe keys),
-// encoded with `codec` for a backend, and as they decode (what every later
-// read returns: what the caches must hold too).
-struct EncodedChunk {
-  KvCodec codec = KvCodec::kNone;
-  std::array<at::Tensor, 3> bytes;    // what the backend stores (uint8; the parts themselves under kNone)
-  std::array<at::Tensor, 3> decoded;  // [C, heads, d] in the KV dtype
-};
-
-// REQUIRES: contiguous host tensors; fp16 unless `codec` is kNone.
-EncodedChunk EncodeChunk(KvCodec codec, const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe);
 
 // Part `part` (0 keys, 1 values, 2 probe keys) of geometry `g` stored with
 // `codec`, from `bytes` (PartBytes long) to [C, heads, d] in `kv_type` in `out`.

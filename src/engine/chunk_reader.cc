@@ -62,7 +62,7 @@ std::vector<ChunkReader::Pending> ChunkReader::ServeFromCache(const std::vector<
     if (!p.k.defined() && !p.v.defined()) {  // untouched: the caches may hold it whole
       Tier tier;
       int64_t served = 0;
-      auto hit = cache_->Get(CacheKey(chunks[i], layer), &tier, &served);
+      auto hit = cache_->Get(ChunkKey{chunks[i], layer}.packed(), &tier, &served);
       if (hit) {
         p.k = hit->k;
         p.v = hit->v;
@@ -139,7 +139,7 @@ void ChunkReader::TakeReads(const std::vector<ChunkRead>& reads, const std::vect
     if (r.parts & kProbeKeys) p.probe = ToDevice(r.got[2], opt_.device);
     p.tier = from[j];
     if (r.fresh) {
-      (from[j] == Tier::kRemote ? stats->remote_chunks : stats->disk_chunks)++;
+      stats->read[from[j]]++;
       stats->chunks++;
     }
   }
@@ -163,7 +163,7 @@ void ChunkReader::OfferToCache(const std::vector<uint64_t>& chunks, int layer, c
         kv.host_v = r.got[1];
       }
     }
-    cache_->Put(CacheKey(chunks[r.index], layer), kv);
+    cache_->Put(ChunkKey{chunks[r.index], layer}.packed(), kv);
   }
 }
 
@@ -208,7 +208,7 @@ void ChunkReader::WarmPinnedPool(int64_t bytes) const {
 void ChunkReader::ObserveWhole(const std::vector<uint64_t>& chunks, int layer) {
   if (!cache_->wants_observations()) return;
   std::vector<std::pair<uint64_t, double>> shares;
-  for (uint64_t c : chunks) shares.push_back({CacheKey(c, layer), 1.0});
+  for (uint64_t c : chunks) shares.push_back({ChunkKey{c, layer}.packed(), 1.0});
   cache_->Observe(shares);
 }
 

@@ -12,6 +12,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "cache/chunk_key.h"
 #include "cache/tiered_cache.h"
 #include "engine/chunk_backend.h"
 #include "engine/load_stream.h"
@@ -22,15 +23,13 @@ namespace impress {
 struct LoadStats {
   int64_t chunks = 0;                // (chunk, layer) pairs served, each counted once
   TierCounts hits;                   // of those, found in a cache tier (GPU, CPU)
-  int64_t disk_chunks = 0;           // of those, read (in one or more parts) from disk
-  int64_t remote_chunks = 0;         // ... from the remote tier
+  TierCounts read;                   // of those, read (in one or more parts) from a backend, by its tier
   TierCounts bytes;                  // served per tier (GPU, CPU, disk, remote)
   LoadStats& operator+=(const LoadStats& o) {
     bytes += o.bytes;
     hits += o.hits;
     chunks += o.chunks;
-    disk_chunks += o.disk_chunks;
-    remote_chunks += o.remote_chunks;
+    read += o.read;
     return *this;
   }
 };
@@ -88,8 +87,6 @@ class ChunkReader {
   // gives it back, so that LibTorch's pinned pool holds it before anything
   // is timed (pinned allocation is slow). A no-op elsewhere.
   void WarmPinnedPool(int64_t bytes) const;
-
-  static uint64_t CacheKey(uint64_t chunk, int layer) { return (chunk << 12) | static_cast<uint64_t>(layer); }
 
  private:
   // Fetch's steps, in order: what the caches serve, the reads of the rest

@@ -38,6 +38,7 @@
 #include "engine/load_stream.h"
 #include "engine/prefix_index.h"
 #include "engine/reorderer.h"
+#include "engine/store_identity.h"
 #include "model/kv_provider.h"
 #include "select/probe_heads.h"
 #include "store/chunk_store.h"
@@ -133,13 +134,25 @@ class PrefixStore {
   // Errors: the disk's write.
   StatusOr<HealStats> Heal(const std::vector<int32_t>& tokens, const DenseKvCache& kv);
 
-  // Serves a layer's chunks: the caches, then the backends.
-  ChunkReader& reader() { return *reader_; }
+  // Reads (ChunkReader's): a layer's chunks served from the caches, then the
+  // backends, and their parts stacked for attention.
+  Status Fetch(const std::vector<uint64_t>& chunks, int layer, const std::vector<uint8_t>& parts,
+               std::vector<ChunkParts>* out, LoadStats* stats, DeviceSpans* spans = nullptr) {
+    return reader_->Fetch(chunks, layer, parts, out, stats, spans);
+  }
+  at::Tensor StackChunks(const std::vector<at::Tensor>& parts, const at::Tensor& rows = {}, int64_t heads = 0,
+                         int64_t room = 0) const {
+    return reader_->StackChunks(parts, rows, heads, room);
+  }
+  void WarmPinnedPool(int64_t bytes) const { reader_->WarmPinnedPool(bytes); }
+  // What requests tell the score policy (TieredCache::Observe,
+  // ChunkReader::ObserveWhole); nothing happens when wants_observations() is false.
+  bool wants_observations() const { return cache_->wants_observations(); }
+  void Observe(const std::vector<std::pair<uint64_t, double>>& important_shares) { cache_->Observe(important_shares); }
+  void ObserveWhole(const std::vector<uint64_t>& chunks, int layer) { reader_->ObserveWhole(chunks, layer); }
+  // How many whole chunks of `tokens` the index does not hold yet.
+  int64_t NewChunks(const std::vector<int32_t>& tokens) const;
   const ChunkGeometry& geometry() const { return geo_; }
-  // The index, for single-threaded inspection (tests, stats).
-  PrefixIndex& index() { return index_; }
-  TieredCache& cache() { return *cache_; }
-  ChunkStore& disk() { return *disk_; }
   // The stream read-aheads copy to the device on (inactive on the CPU).
   const LoadStream& load_stream() const { return load_stream_; }
   const PrefixStoreOptions& options() const { return opt_; }
@@ -147,6 +160,7 @@ class PrefixStore {
   int64_t chunk_kv_bytes() const { return static_cast<int64_t>(geo_.KeyBytes() + geo_.ValueBytes()); }
 
  private:
+  friend class PrefixStoreTestPeer;  // tests/test_util.h: the index, caches and disk, for inspection
   PrefixStore(const Model& model, const PrefixStoreOptions& opt);
   // Open's steps after the disk: the index from the log, garbage freed, the backends below told what it holds.
   Status Recover(const std::vector<std::string>& committed, const std::string& fingerprint);
@@ -155,20 +169,8 @@ class PrefixStore {
   // Token-major host copies [n*C, heads, d] of `kv`'s keys, values and probe
   // keys of layer `l` for chunks first..first+n-1 (entry 0 of kv at kv_offset).
   std::array<at::Tensor, 3> HostChunks(const DenseKvCache& kv, int l, int64_t first, int64_t n, int64_t kv_offset) const;
-  // Chunk parts encoded for the disk: writes[j] points into encoded[j]'s bytes.
-  struct ChunkWrites {
-    std::vector<EncodedChunk> encoded;
-    std::vector<ChunkWrite> writes;
-  };
-  // Encodes chunk `id` of layer `l`, the index-th of its prefix (token-major
-  // parts [C, heads, d]), into `w`.
-  void AddWrite(uint64_t id, int l, int64_t index, const at::Tensor& k, const at::Tensor& v, const at::Tensor& p,
-                ChunkWrites* w) const;
-  // Insert's steps after its commit: the new chunks into the caches (and to
-  // the score policy), then to every backend below.
-  void CacheInserted(const ChunkWrites& w, const std::vector<uint64_t>& added);
-  void PutBelow(std::vector<int32_t> whole, const std::vector<uint64_t>& ids, int64_t matched,
-                std::vector<at::Tensor> keep, const ChunkWrites& w);
+  // Insert's step after its commit: the new chunks into the caches (and to the score policy).
+  void CacheInserted(const std::vector<EncodedChunk>& chunks, const std::vector<uint64_t>& added);
 
   const Model& model_;
   PrefixStoreOptions opt_;
@@ -188,12 +190,5 @@ class PrefixStore {
   std::unique_ptr<ChunkReader> reader_;
   std::unique_ptr<Reorderer> reorderer_;
 };
-
-// A store fingerprint: architecture, shapes, a checksum of the first MiB of
-// the weights, KV dtype and chunk size. A store opened with another is refused.
-std::string StoreFingerprint(const Model& model, const std::string& kv_dtype, int chunk_tokens);
-// How a store of `model` under `opt` is written: its geometry and
-// fingerprint (what its MANIFEST says). Errors: a bad chunk size or KV dtype.
-StatusOr<StoreIdentity> StoreIdentityFor(const Model& model, const PrefixStoreOptions& opt);
 
 }  // namespace impress

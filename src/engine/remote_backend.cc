@@ -64,8 +64,8 @@ Status RemoteBackend::Read(std::vector<ChunkRead>* read_list) {
   return Status::OK();
 }
 
-RemoteStore::Chunk RemoteBackend::Chunk(const ChunkPut& put, int64_t i, int64_t n, KvCodec codec,
-                                        const ContentKey& key, const ContentKey& parent,
+RemoteStore::Chunk RemoteBackend::Chunk(const std::shared_ptr<const std::vector<EncodedChunk>>& chunks, int64_t i,
+                                        int64_t n, KvCodec codec, const ContentKey& key, const ContentKey& parent,
                                         std::vector<int32_t> tokens) const {
   RemoteStore::Chunk ch;
   ch.geometry = geo_;
@@ -73,30 +73,18 @@ RemoteStore::Chunk RemoteBackend::Chunk(const ChunkPut& put, int64_t i, int64_t 
   ch.parent = parent;
   ch.tokens = std::move(tokens);
   ch.codec = codec;
-  if (codec != KvCodec::kNone) {  // the parts as the disk stored them
-    const std::vector<at::Tensor>& e = *put.encoded;
-    for (int64_t l = 0; l < geo_.layers; ++l) {
-      const size_t at = static_cast<size_t>((l * n + i) * 3);
-      ch.keys.push_back(e[at].data_ptr());
-      ch.values.push_back(e[at + 1].data_ptr());
-      ch.probe.push_back(e[at + 2].data_ptr());
-    }
-    ch.owner = put.encoded;
-    return ch;
+  for (int64_t l = 0; l < geo_.layers; ++l) {
+    const EncodedChunk& e = (*chunks)[static_cast<size_t>(l * n + i)];
+    IMPRESS_CHECK(e.codec == codec);
+    ch.keys.push_back(e.bytes[0].data_ptr());
+    ch.values.push_back(e.bytes[1].data_ptr());
+    ch.probe.push_back(e.bytes[2].data_ptr());
   }
-  const std::vector<at::Tensor>& kv = *put.kv;
-  const int64_t row = i * geo_.chunk_tokens;
-  for (int l = 0; l < geo_.layers; ++l) {
-    ch.keys.push_back(kv[3 * l][row].data_ptr());
-    ch.values.push_back(kv[3 * l + 1][row].data_ptr());
-    ch.probe.push_back(kv[3 * l + 2][row].data_ptr());
-  }
-  ch.owner = put.kv;
+  ch.owner = chunks;
   return ch;
 }
 
-void RemoteBackend::Put(ChunkPut put, std::function<void(const Status&)> done) {
-  if (put.order != nullptr) return PutCopy(put, done);
+void RemoteBackend::Put(PrefixPut put, std::function<void(const Status&)> done) {
   const size_t c = static_cast<size_t>(geo_.chunk_tokens);
   const std::vector<ContentKey> keys = ChainKeys(root_, put.tokens, 0, put.ids.size(), geo_.chunk_tokens);
   const std::vector<KvCodec> codecs = PrefixCodecs(0, put.ids.size());
@@ -104,7 +92,7 @@ void RemoteBackend::Put(ChunkPut put, std::function<void(const Status&)> done) {
   std::vector<RemoteStore::Chunk> chunks;
   const int64_t n = static_cast<int64_t>(put.ids.size() - put.first);
   for (size_t i = put.first; i < put.ids.size(); ++i)
-    chunks.push_back(Chunk(put, static_cast<int64_t>(i - put.first), n, codecs[i], keys[i], i == 0 ? root_ : keys[i - 1],
+    chunks.push_back(Chunk(put.chunks, static_cast<int64_t>(i - put.first), n, codecs[i], keys[i], i == 0 ? root_ : keys[i - 1],
                            std::vector<int32_t>(put.tokens.begin() + i * c, put.tokens.begin() + (i + 1) * c)));
   remote_->WriteAsync(std::move(chunks));
   if (done) {
@@ -114,7 +102,7 @@ void RemoteBackend::Put(ChunkPut put, std::function<void(const Status&)> done) {
   }
 }
 
-void RemoteBackend::PutCopy(const ChunkPut& put, const std::function<void(const Status&)>& done) {
+void RemoteBackend::PutCopy(CopyPut put, std::function<void(const Status&)> done) {
   Named last;
   const std::vector<KvCodec> codecs = CopyCodecs(put.source);
   if (!KeyOf(put.source.back(), &last) || codecs.empty()) {
@@ -126,7 +114,7 @@ void RemoteBackend::PutCopy(const ChunkPut& put, const std::function<void(const 
   std::vector<uint64_t> ids;
   const int64_t n = static_cast<int64_t>(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    chunks.push_back(Chunk(put, static_cast<int64_t>(i), n, codecs[i], keys[i], last.key, {static_cast<int32_t>(i)}));
+    chunks.push_back(Chunk(put.chunks, static_cast<int64_t>(i), n, codecs[i], keys[i], last.key, {static_cast<int32_t>(i)}));
     ids.push_back(put.copy_first + i);
   }
   // Readers must find the whole copy once it is installed: wait for it.
@@ -141,18 +129,18 @@ void RemoteBackend::PutCopy(const ChunkPut& put, const std::function<void(const 
   if (done) done(Status::OK());
 }
 
-void RemoteBackend::Known(const ChunkPut& chunks) {
-  if (chunks.order == nullptr) {
-    Record(chunks.ids, ChainKeys(root_, chunks.tokens, 0, chunks.ids.size(), geo_.chunk_tokens),
-           PrefixCodecs(0, chunks.ids.size()));
-    return;
-  }
+void RemoteBackend::Known(const PrefixPut& prefix) {
+  Record(prefix.ids, ChainKeys(root_, prefix.tokens, 0, prefix.ids.size(), geo_.chunk_tokens),
+         PrefixCodecs(0, prefix.ids.size()));
+}
+
+void RemoteBackend::KnownCopy(const CopyPut& copy) {
   Named last;
-  const std::vector<KvCodec> codecs = CopyCodecs(chunks.source);
-  if (!KeyOf(chunks.source.back(), &last) || codecs.empty()) return;
+  const std::vector<KvCodec> codecs = CopyCodecs(copy.source);
+  if (!KeyOf(copy.source.back(), &last) || codecs.empty()) return;
   std::vector<uint64_t> ids;
-  for (size_t i = 0; i < chunks.source.size(); ++i) ids.push_back(chunks.copy_first + i);
-  Record(ids, CopyKeys(last.key, *chunks.order, ids.size()), codecs);
+  for (size_t i = 0; i < copy.source.size(); ++i) ids.push_back(copy.copy_first + i);
+  Record(ids, CopyKeys(last.key, *copy.order, ids.size()), codecs);
 }
 
 StatusOr<int64_t> RemoteBackend::Discover(const std::vector<int32_t>& tokens, int64_t matched, uint64_t parent,

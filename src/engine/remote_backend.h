@@ -30,8 +30,10 @@ class RemoteBackend final : public ChunkBackend {
   Status Read(std::vector<ChunkRead>* reads) override;
   // Original chunks go to the writer queue; a reordered copy is waited for
   // (readers must find all of it once it is installed) and named only once written.
-  void Put(ChunkPut put, std::function<void(const Status&)> done) override;
-  void Known(const ChunkPut& chunks) override;
+  void Put(PrefixPut put, std::function<void(const Status&)> done) override;
+  void PutCopy(CopyPut put, std::function<void(const Status&)> done) override;
+  void Known(const PrefixPut& prefix) override;
+  void KnownCopy(const CopyPut& copy) override;
   StatusOr<int64_t> Discover(const std::vector<int32_t>& tokens, int64_t matched, uint64_t parent,
                              const std::function<StatusOr<std::vector<uint64_t>>(int64_t)>& adopt) override;
   std::vector<uint64_t> Lost(const std::vector<uint64_t>& ids) const override;
@@ -50,10 +52,11 @@ class RemoteBackend final : public ChunkBackend {
   // The codecs of a reordered copy of the node whose chunks are `source`
   // (copy chunk i holds the place of source[i]); empty when one is unnamed.
   std::vector<KvCodec> CopyCodecs(const std::vector<uint64_t>& source) const;
-  // Chunk i of `put` (rows i*C.. of its kv, or its encoded parts), as published.
-  RemoteStore::Chunk Chunk(const ChunkPut& put, int64_t i, int64_t n, KvCodec codec, const ContentKey& key,
-                           const ContentKey& parent, std::vector<int32_t> tokens) const;
-  void PutCopy(const ChunkPut& put, const std::function<void(const Status&)>& done);
+  // Chunk i of `chunks` (n per layer, in (layer, chunk) order: its parts as
+  // the home backend stored them), as published.
+  RemoteStore::Chunk Chunk(const std::shared_ptr<const std::vector<EncodedChunk>>& chunks, int64_t i, int64_t n,
+                           KvCodec codec, const ContentKey& key, const ContentKey& parent,
+                           std::vector<int32_t> tokens) const;
 
   RemoteStore* remote_;
   ChunkGeometry geo_;

@@ -52,19 +52,18 @@ Status Reorderer::Pass(const ReorderOptions& opt, ReorderStats* stats) {
       std::lock_guard<OwnedMutex> lock(ctx_.index->mu());
       first = ctx_.index->tree().ReserveChunkIds(static_cast<size_t>(n));
     }
-    std::vector<ChunkWrite> writes;
-    std::vector<at::Tensor> keep, hold;
-    ASSIGN_OR_RETURN(const bool packed, Repack(cand, plan.order, first, &writes, &keep, &hold, stats));
+    std::vector<EncodedChunk> chunks;
+    ASSIGN_OR_RETURN(const bool packed, Repack(cand, plan.order, first, &chunks, stats));
     if (!packed) continue;
-    ASSIGN_OR_RETURN(const bool installed, CommitAndInstall(cand, plan, first, writes, keep, hold, stats));
+    auto shared = std::make_shared<const std::vector<EncodedChunk>>(std::move(chunks));
+    ASSIGN_OR_RETURN(const bool installed, CommitAndInstall(cand, plan, first, shared, stats));
     if (installed) stats->nodes_reordered++;
   }
   return Status::OK();
 }
 
 StatusOr<bool> Reorderer::Repack(const Candidate& cand, const std::vector<std::vector<int32_t>>& order, uint64_t first,
-                                 std::vector<ChunkWrite>* writes, std::vector<at::Tensor>* keep,
-                                 std::vector<at::Tensor>* hold, ReorderStats* stats) {
+                                 std::vector<EncodedChunk>* chunks, ReorderStats* stats) {
   const ChunkGeometry& g = ctx_.geometry;
   const int64_t n = static_cast<int64_t>(cand.source.size()), c = g.chunk_tokens;
   const size_t kb = g.KvBytes(), row = kb / c, probe_row = row / g.kv_heads * g.probe_kv_heads;
@@ -109,24 +108,14 @@ StatusOr<bool> Reorderer::Repack(const Candidate& cand, const std::vector<std::v
       std::memcpy(static_cast<uint8_t*>(v2.data_ptr()) + s2 * row, vs + t * row, row);
       std::memcpy(static_cast<uint8_t*>(p2.data_ptr()) + s2 * probe_row, ks + t * row, probe_row);  // the first heads' keys
     }
-    keep->insert(keep->end(), {k2, v2, p2});
-    for (int64_t i = 0; i < n; ++i) {
-      at::Tensor ki = k2.narrow(0, i * c, c), vi = v2.narrow(0, i * c, c), pi = p2.narrow(0, i * c, c);
-      const EncodedChunk e = EncodeChunk(ChunkCodec(g.codec, node_start + i), ki, vi, pi);
-      if (encoded) {  // what reads of the copy return
-        ki.copy_(e.decoded[0]), vi.copy_(e.decoded[1]), pi.copy_(e.decoded[2]);
-        hold->insert(hold->end(), e.bytes.begin(), e.bytes.end());
-      }
-      writes->push_back({first + static_cast<uint64_t>(i), l, e.bytes[0].data_ptr(), e.bytes[1].data_ptr(),
-                         e.bytes[2].data_ptr(), e.codec});
-    }
+    EncodeForStore(g.codec, c, l, first, node_start, k2, v2, p2, chunks);
   }
   return true;
 }
 
 StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& plan, uint64_t first,
-                                           const std::vector<ChunkWrite>& writes, const std::vector<at::Tensor>& keep,
-                                           const std::vector<at::Tensor>& hold, ReorderStats* stats) {
+                                           const std::shared_ptr<const std::vector<EncodedChunk>>& chunks,
+                                           ReorderStats* stats) {
   const ChunkGeometry& g = ctx_.geometry;
   const int64_t n = static_cast<int64_t>(cand.source.size());
   bool on_disk = ctx_.below == nullptr;
@@ -134,12 +123,10 @@ StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& p
   if (!on_disk) {
     // A node this machine reads from below keeps its copy there too: the
     // local disk holds only what this machine computed.
-    ChunkPut put;
-    put.source = cand.source, put.order = &plan.order, put.copy_first = first;
-    put.kv = std::make_shared<const std::vector<at::Tensor>>(keep);
-    if (!hold.empty()) put.encoded = std::make_shared<const std::vector<at::Tensor>>(hold);
+    CopyPut put;
+    put.source = cand.source, put.order = &plan.order, put.copy_first = first, put.chunks = chunks;
     Status written;
-    ctx_.below->Put(std::move(put), [&](const Status& s) { written = s; });
+    ctx_.below->PutCopy(std::move(put), [&](const Status& s) { written = s; });
     if (!written.ok()) {
       stats->housekeeping_failures++;
       return false;
@@ -149,56 +136,52 @@ StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& p
   for (int64_t i = 0; i < n; ++i) copy->chunks.push_back(first + static_cast<uint64_t>(i));
   std::lock_guard<std::mutex> commit(*ctx_.commit_mu);
   const std::string record = ReorderRecord(cand.path, cand.source, first, plan.order);
-  RETURN_IF_ERROR(ctx_.disk->Commit(on_disk ? writes : std::vector<ChunkWrite>{}, record));
-  stats->chunks_written += static_cast<int64_t>(writes.size());
-  for (const ChunkWrite& w : writes)
-    for (int part = 0; part < 3; ++part) stats->bytes_written += static_cast<int64_t>(g.PartBytes(part, *w.codec));
+  RETURN_IF_ERROR(ctx_.disk->Commit(on_disk ? *chunks : std::vector<EncodedChunk>{}, record));
+  stats->chunks_written += static_cast<int64_t>(chunks->size());
+  for (const EncodedChunk& w : *chunks)
+    for (int part = 0; part < 3; ++part) stats->bytes_written += static_cast<int64_t>(g.PartBytes(part, w.codec));
   copy->order = std::move(plan.order);
   std::lock_guard<OwnedMutex> lock(ctx_.index->mu());
   if (!InstallCopy(cand.path, cand.source, copy, g.layers, &ctx_.index->tree())) {
     ctx_.index->AddUnfreedLocked(copy->chunks);  // a split since made it stale: nothing reads it
     return false;
   }
-  RecacheLocked(cand, *copy, writes, keep, hold, stats);
+  RecacheLocked(cand, *copy, *chunks, stats);
   return true;
 }
 
-void Reorderer::RecacheLocked(const Candidate& cand, const ReorderedChunks& copy, const std::vector<ChunkWrite>& writes,
-                              const std::vector<at::Tensor>& keep, const std::vector<at::Tensor>& hold,
-                              ReorderStats* stats) {
+void Reorderer::RecacheLocked(const Candidate& cand, const ReorderedChunks& copy,
+                              const std::vector<EncodedChunk>& chunks, ReorderStats* stats) {
   const ChunkGeometry& g = ctx_.geometry;
-  const int64_t n = static_cast<int64_t>(cand.source.size()), c = g.chunk_tokens;
-  const size_t kb = g.KvBytes();
-  const auto opts = at::TensorOptions().dtype(ctx_.kv_type);
+  const int64_t n = static_cast<int64_t>(cand.source.size());
   std::vector<uint64_t> old = cand.source;
   if (cand.current) old.insert(old.end(), cand.current->chunks.begin(), cand.current->chunks.end());
-  // Per layer, how many of the old chunks were cached in the GPU and the CPU tier; drops them.
-  std::vector<std::array<int64_t, 2>> cached(g.layers, {0, 0});
+  // Per layer, how many of the old chunks each cache tier held; drops them.
+  std::vector<TierCounts> cached(g.layers);
   for (int l = 0; l < g.layers; ++l) {
     for (uint64_t id : old) {
-      const std::optional<Tier> t = ctx_.cache->Where(ChunkReader::CacheKey(id, l));
+      const std::optional<Tier> t = ctx_.cache->Where(ChunkKey{id, l}.packed());
       if (!t) continue;
-      cached[l][static_cast<int>(*t)]++;
-      ctx_.cache->Erase(ChunkReader::CacheKey(id, l));
+      cached[l][*t]++;
+      ctx_.cache->Erase(ChunkKey{id, l}.packed());
     }
   }
   // The node's share of each tier goes to the copy's most important chunks,
   // and so do its best scores.
   for (int l = 0; l < g.layers; ++l) {
     std::vector<uint64_t> from, to;
-    for (uint64_t id : cand.current ? cand.current->chunks : cand.source) from.push_back(ChunkReader::CacheKey(id, l));
-    for (uint64_t id : copy.chunks) to.push_back(ChunkReader::CacheKey(id, l));
+    for (uint64_t id : cand.current ? cand.current->chunks : cand.source) from.push_back(ChunkKey{id, l}.packed());
+    for (uint64_t id : copy.chunks) to.push_back(ChunkKey{id, l}.packed());
     ctx_.cache->TransferScores(from, to);
-    const int64_t gpu = std::min(cached[l][0], n), cpu = std::min(cached[l][1], n - gpu);
-    for (int64_t i = 0; i < gpu + cpu; ++i) {
-      ChunkKv kv{at::empty({c, g.kv_heads, g.head_dim}, opts), at::empty({c, g.kv_heads, g.head_dim}, opts)};
-      std::memcpy(kv.k.data_ptr(), static_cast<uint8_t*>(keep[3 * l].data_ptr()) + i * kb, kb);
-      std::memcpy(kv.v.data_ptr(), static_cast<uint8_t*>(keep[3 * l + 1].data_ptr()) + i * kb, kb);
-      const size_t w = static_cast<size_t>(l * n + i);  // Repack's order: by layer, then chunk
-      if (!hold.empty()) kv.enc = {hold[3 * w], hold[3 * w + 1], *writes[w].codec};
-      ctx_.cache->PutIn(ChunkReader::CacheKey(copy.chunks[i], l), kv, i < gpu ? Tier::kGpu : Tier::kCpu);
-    }
-    stats->chunks_recached += gpu + cpu;
+    int64_t i = 0;  // the copy's chunks, most important first, into the tiers fastest first
+    for (int t = 0; t < kMaxTiers; ++t)
+      for (int64_t k = 0; k < cached[l][t] && i < n; ++k, ++i) {
+        const EncodedChunk& e = chunks[static_cast<size_t>(l * n + i)];  // Repack's order: by layer, then chunk
+        ChunkKv kv{e.decoded[0].clone(), e.decoded[1].clone()};
+        if (g.codec != KvCodec::kNone) kv.enc = {e.bytes[0], e.bytes[1], e.codec};
+        ctx_.cache->PutIn(ChunkKey{copy.chunks[i], l}.packed(), kv, static_cast<Tier>(t));
+      }
+    stats->chunks_recached += i;
   }
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -89,24 +90,20 @@ class Reorderer {
     std::vector<std::vector<float>> history;
     std::shared_ptr<const ReorderedChunks> current;
   };
-  // Reads the node's chunks and packs them by `order` into chunks first..:
-  // `writes` for the disk (encoded with the store's codec; `hold` keeps
-  // their bytes) and `keep` (keys, values, probe keys per layer, as reads of
-  // the copy will return them). False (counted) when a chunk is gone from a
-  // backend below.
+  // Reads the node's chunks and packs them by `order` into chunks first..,
+  // encoded for the store (EncodeForStore) in (layer, chunk) order. False
+  // (counted) when a chunk is gone from a backend below.
   StatusOr<bool> Repack(const Candidate& cand, const std::vector<std::vector<int32_t>>& order, uint64_t first,
-                        std::vector<ChunkWrite>* writes, std::vector<at::Tensor>* keep, std::vector<at::Tensor>* hold,
-                        ReorderStats* stats);
+                        std::vector<EncodedChunk>* chunks, ReorderStats* stats);
   // Commits the copy (to the disk, or to the backend below for a node the
   // disk does not hold) and installs it. False when it did not install.
   StatusOr<bool> CommitAndInstall(const Candidate& cand, ReorderPlan& plan, uint64_t first,
-                                  const std::vector<ChunkWrite>& writes, const std::vector<at::Tensor>& keep,
-                                  const std::vector<at::Tensor>& hold, ReorderStats* stats);
+                                  const std::shared_ptr<const std::vector<EncodedChunk>>& chunks, ReorderStats* stats);
   // Moves the cache share of the node's old chunks to the copy's most
-  // important ones (with their encoded bytes, `hold`, under a codec).
+  // important ones (Repack's `chunks`: decoded, and their bytes under a codec).
   // REQUIRES: the index's mutex held.
-  void RecacheLocked(const Candidate& cand, const ReorderedChunks& copy, const std::vector<ChunkWrite>& writes,
-                     const std::vector<at::Tensor>& keep, const std::vector<at::Tensor>& hold, ReorderStats* stats);
+  void RecacheLocked(const Candidate& cand, const ReorderedChunks& copy, const std::vector<EncodedChunk>& chunks,
+                     ReorderStats* stats);
 
   ReorderContext ctx_;
 };

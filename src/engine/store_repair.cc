@@ -17,14 +17,14 @@ namespace impress {
 namespace {
 
 using nlohmann::json;
-using ChunkKey = std::pair<uint64_t, int>;  // (chunk id, layer)
+using LayerKey = std::pair<uint64_t, int>;  // (chunk id, layer)
 
 // The store as the salvaged log describes it.
 struct Salvage {
   StoreIdentity id;
   SalvagedLog log;
-  std::map<ChunkKey, ChunkLocation> index;  // every stored (chunk, layer), frees applied
-  std::set<ChunkKey> damaged;
+  std::map<LayerKey, ChunkLocation> index;  // every stored (chunk, layer), frees applied
+  std::set<LayerKey> damaged;
   std::set<uint64_t> intact;                // ids whose every layer is stored and holds
   int64_t checksum_failures = 0;            // damaged layers that lie in the file but fail a checksum
 };
@@ -83,7 +83,7 @@ Status CheckChunks(Env* env, const std::string& dir, Salvage* s, RepairReport* r
     ASSIGN_OR_RETURN(data, env->Open(dir + "/chunks.dat", OpenMode::kDirectRead));
   }
   // Two chunks sharing bytes: only damage makes them; the later one is dropped.
-  std::multimap<uint64_t, ChunkKey> by_offset;
+  std::multimap<uint64_t, LayerKey> by_offset;
   for (const auto& [key, loc] : s->index) by_offset.emplace(loc.offset, key);
   uint64_t end = 0;
   for (const auto& [off, key] : by_offset) {

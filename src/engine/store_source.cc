@@ -132,7 +132,7 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
   }
   // On CUDA what it reads is on the device when Fetch returns (copied on the
   // load stream when started early), so that the layer finds it there.
-  r.status = store_.reader().Fetch(chunks_, l, want, &r.parts, &r.stats, spans);
+  r.status = store_.Fetch(chunks_, l, want, &r.parts, &r.stats, spans);
   // What every layer reads first is also stacked here, in token order, so
   // that the layer finds it ready: keys and values, keys, or the probe keys
   // (of a chunk read whole, its first probe heads' keys).
@@ -145,8 +145,8 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
     const int64_t heads = first_parts_ == kProbeKeys ? store_.geometry().probe_kv_heads : 0;
     if (spans != nullptr) spans->Open();
     // Keys read with their values go to attention whole; the others leave room (key_room).
-    r.k = store_.reader().StackChunks(ks, TokenOrder(l), heads, first_parts_ & kValues ? 0 : key_room_);
-    if (!vs.empty()) r.v = store_.reader().StackChunks(vs, TokenOrder(l));
+    r.k = store_.StackChunks(ks, TokenOrder(l), heads, first_parts_ & kValues ? 0 : key_room_);
+    if (!vs.empty()) r.v = store_.StackChunks(vs, TokenOrder(l));
     if (spans != nullptr) spans->Close();
   }
   return r;
@@ -187,7 +187,7 @@ Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>& which) {
     sub.push_back(parts_[i]);
   }
   auto t0 = Clock::now();
-  Status s = store_.reader().Fetch(ids, layer_, std::vector<uint8_t>(ids.size(), what), &sub, &trace_->load,
+  Status s = store_.Fetch(ids, layer_, std::vector<uint8_t>(ids.size(), what), &sub, &trace_->load,
                                    &demand_spans_[layer_]);
   trace_->io_ms += Ms(t0, Clock::now());
   RETURN_IF_ERROR(s);
@@ -206,15 +206,15 @@ at::Tensor StoreSource::StackNow(const std::vector<at::Tensor>& parts, const at:
                                  int64_t room) {
   DeviceSpans& spans = demand_spans_[layer_];
   spans.Open();
-  at::Tensor out = store_.reader().StackChunks(parts, rows, heads, room);
+  at::Tensor out = store_.StackChunks(parts, rows, heads, room);
   spans.Close();
   return out;
 }
 
 void StoreSource::ObserveWhole() {
-  if (!store_.cache().wants_observations()) return;
+  if (!store_.wants_observations()) return;
   PlacementTimer placing(trace_);
-  store_.reader().ObserveWhole(chunks_, layer_);
+  store_.ObserveWhole(chunks_, layer_);
 }
 
 at::Tensor StoreSource::TokenOrder(int l) const { return lease_.reordered() ? token_order_[l] : at::Tensor(); }
@@ -336,15 +336,15 @@ void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int6
   if (trace_->layer_kv_chunks.size() <= static_cast<size_t>(l)) trace_->layer_kv_chunks.resize(l + 1, 0);
   trace_->layer_kv_chunks[l] += static_cast<int64_t>(need.size());
   trace_->prefix_chunks = static_cast<int64_t>(chunks_.size());
-  if (!store_.cache().wants_observations()) return;
+  if (!store_.wants_observations()) return;
   std::vector<int64_t> count(chunks_.size(), 0);
   auto acc = slots.accessor<int64_t, 1>();
   for (int64_t i = 0; i < acc.size(0); ++i) count[acc[i] / c]++;
   std::vector<std::pair<uint64_t, double>> shares;
   for (size_t i = 0; i < chunks_.size(); ++i)
-    shares.push_back({ChunkReader::CacheKey(chunks_[i], l), static_cast<double>(count[i]) / c});
+    shares.push_back({ChunkKey{chunks_[i], l}.packed(), static_cast<double>(count[i]) / c});
   PlacementTimer placing(trace_);
-  store_.cache().Observe(shares);
+  store_.Observe(shares);
 }
 
 }  // namespace impress

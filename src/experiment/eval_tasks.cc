@@ -79,21 +79,21 @@ struct Tally {
   }
 
   // `selection`: the scorer's counters over every prefix the documents had.
-  nlohmann::ordered_json Result(const std::string& task, int shots, int64_t prefix_tokens,
-                                const SelectionCounters& selection) const {
-    const double acc = double(correct) / n, acc_norm = double(correct_norm) / n;
-    nlohmann::ordered_json r{{"task", task}, {"n", n}, {"shots", shots}, {"acc", acc}, {"acc_norm", acc_norm},
-                                  {"acc_stderr", MeanStderr(acc, n)}, {"acc_norm_stderr", MeanStderr(acc_norm, n)},
-                                  {"gold_loglik_mean", gold_loglik / n}, {"prefix_tokens", prefix_tokens},
-                                  {"kept_share", selection.KeptShare()},
-                                  {"fallback_share", selection.FallbackShare()}};
-    if (selection.recall_n > 0) r["recall_h2o"] = selection.Recall();
-    r["preds"] = preds;
+  TaskEval Result(const std::string& task, int shots, int64_t prefix_tokens, const SelectionCounters& selection) const {
+    TaskEval r;
+    r.task = task, r.n = n, r.shots = shots;
+    r.acc = double(correct) / n, r.acc_norm = double(correct_norm) / n;
+    r.acc_stderr = MeanStderr(r.acc, n), r.acc_norm_stderr = MeanStderr(r.acc_norm, n);
+    r.gold_loglik_mean = gold_loglik / n;
+    r.prefix_tokens = prefix_tokens;
+    r.kept_share = selection.KeptShare(), r.fallback_share = selection.FallbackShare();
+    if (selection.recall_n > 0) r.recall_h2o = selection.Recall();
+    r.preds = preds;
     return r;
   }
 };
 
-StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& task, const Tokenizer& tok,
+StatusOr<TaskEval> EvalTask(const EvalConfig& c, const TaskSpec& task, const Tokenizer& tok,
                                           Scorer& scorer) {
   ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadDocs(c, task, task.eval_split));
   std::string prefix;
@@ -122,7 +122,7 @@ StatusOr<nlohmann::ordered_json> EvalTask(const EvalConfig& c, const TaskSpec& t
 }
 
 // The retrieval task: each haystack is the prefix of its own questions.
-StatusOr<nlohmann::ordered_json> EvalRetrieval(const EvalConfig& c, const Tokenizer& tok, Scorer& scorer) {
+StatusOr<TaskEval> EvalRetrieval(const EvalConfig& c, const Tokenizer& tok, Scorer& scorer) {
   const TaskSpec& piqa = *FindTask("piqa");
   ASSIGN_OR_RETURN(std::vector<Doc> train, LoadDocs(c, piqa, piqa.train_split));
   RetrievalOptions ro = c.retrieval;
@@ -148,17 +148,16 @@ StatusOr<nlohmann::ordered_json> EvalRetrieval(const EvalConfig& c, const Tokeni
     if (i == 0) selection = scorer.selection();
     else selection.Merge(scorer.selection());
   }
-  nlohmann::ordered_json r = t.Result(kRetrievalTask, 0, tokens / static_cast<int64_t>(hays.size()), selection);
-  r["haystacks"] = hays.size();
-  r["generator"] = {{"haystack_tokens", ro.haystack_tokens}, {"needles_per_haystack", per},
-                    {"needles_per_1k", ro.needles_per_1k}, {"choices", ro.choices}, {"seed", ro.seed},
-                    {"filler", "data/piqa/train.jsonl solutions (RetrievalFiller)"}};
+  TaskEval r = t.Result(kRetrievalTask, 0, tokens / static_cast<int64_t>(hays.size()), selection);
+  r.haystacks = static_cast<int64_t>(hays.size());
+  r.generator = ro;
+  r.needles_per_haystack = per;
   return r;
 }
 
 }  // namespace
 
-StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& c) {
+StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& c) {
   std::vector<const TaskSpec*> tasks;
   for (const std::string& name : c.tasks) {
     RETURN_IF_ERROR(CheckTaskName(name, true));
@@ -172,45 +171,69 @@ StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, c
   select.seed = c.seed;
   ASSIGN_OR_RETURN(select.importance, ParseImportanceShape(c.importance_window, c.importance_pool));
   ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));
-  ASSIGN_OR_RETURN(const KvCodec codec, ParseKvCodec(c.kv_codec));
-  Scorer scorer(model, tok, select, codec);
+  EvalResult out;
+  out.config = c;
+  ASSIGN_OR_RETURN(out.codec, ParseKvCodec(c.kv_codec));
+  out.exact_importance = select.importance.exact();
+  Scorer scorer(model, tok, select, out.codec);
   scorer.MeasureRecall(c.recall);
+  for (const TaskSpec* t : tasks) {
+    ASSIGN_OR_RETURN(TaskEval r, t == nullptr ? EvalRetrieval(c, tok, scorer) : EvalTask(c, *t, tok, scorer));
+    out.results.push_back(std::move(r));
+  }
+  return out;
+}
+
+nlohmann::ordered_json TaskEval::ToJson() const {
+  nlohmann::ordered_json r{{"task", task}, {"n", n}, {"shots", shots}, {"acc", acc}, {"acc_norm", acc_norm},
+                           {"acc_stderr", acc_stderr}, {"acc_norm_stderr", acc_norm_stderr},
+                           {"gold_loglik_mean", gold_loglik_mean}, {"prefix_tokens", prefix_tokens},
+                           {"kept_share", kept_share}, {"fallback_share", fallback_share}};
+  if (recall_h2o) r["recall_h2o"] = *recall_h2o;
+  r["preds"] = preds;
+  if (generator) {
+    const RetrievalOptions& ro = *generator;
+    r["haystacks"] = haystacks;
+    r["generator"] = {{"haystack_tokens", ro.haystack_tokens}, {"needles_per_haystack", needles_per_haystack},
+                      {"needles_per_1k", ro.needles_per_1k}, {"choices", ro.choices}, {"seed", ro.seed},
+                      {"filler", "data/piqa/train.jsonl solutions (RetrievalFiller)"}};
+  }
+  return r;
+}
+
+nlohmann::ordered_json EvalResult::ToJson() const {
+  const EvalConfig& c = config;
   nlohmann::ordered_json j = {{"system", c.system}, {"shots", c.shots}, {"max_prefix_tokens", c.prefix_tokens},
                               {"seed", c.seed}, {"limit", c.limit},
                               {"retention", c.retention}, {"alpha", c.alpha},
                               {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout}};
   if (codec != KvCodec::kNone) j["kv_codec"] = KvCodecName(codec);  // fp16 runs' JSON stays as it was
-  if (!select.importance.exact()) {  // likewise for the papers' importance
+  if (!exact_importance) {  // likewise for the papers' importance
     j["importance_window"] = c.importance_window;
     j["importance_pool"] = c.importance_pool;
   }
   j["results"] = nlohmann::json::array();
-  for (const TaskSpec* t : tasks) {
-    ASSIGN_OR_RETURN(nlohmann::ordered_json r, t == nullptr ? EvalRetrieval(c, tok, scorer) : EvalTask(c, *t, tok, scorer));
-    j["results"].push_back(std::move(r));
-  }
+  for (const TaskEval& r : results) j["results"].push_back(r.ToJson());
+  if (!model.empty()) j["model"] = model;
   return j;
 }
 
-void PrintEvalReport(const nlohmann::ordered_json& j, std::FILE* out) {
-  const int64_t max_prefix = j.value("max_prefix_tokens", int64_t{0});
-  const std::string shots = max_prefix > 0 ? "shots up to " + std::to_string(max_prefix) + " prefix tokens"
-                                           : std::to_string(j["shots"].get<int>()) + "-shot";
+void EvalResult::Print(std::FILE* out) const {
+  const EvalConfig& c = config;
+  const std::string shots = c.prefix_tokens > 0 ? "shots up to " + std::to_string(c.prefix_tokens) + " prefix tokens"
+                                                : std::to_string(c.shots) + "-shot";
   std::fprintf(out, "model %s, system %s, %s, seed %llu, retention %.3g, alpha %.3g, ITF unit %s (chunk %d), probe heads %s\n\n",
-               j.value("model", std::string("?")).c_str(), j["system"].get<std::string>().c_str(), shots.c_str(),
-               j["seed"].get<unsigned long long>(), j["retention"].get<double>(), j["alpha"].get<double>(),
-               j.value("itf_unit", std::string("token")).c_str(), j.value("chunk", 64),
-               j.value("probe_layout", std::string("first")).c_str());
+               model.empty() ? "?" : model.c_str(), c.system.c_str(), shots.c_str(),
+               static_cast<unsigned long long>(c.seed), c.retention, c.alpha, c.itf_unit.c_str(), c.chunk,
+               c.probe_layout.c_str());
   std::fprintf(out, "| %-10s | %5s | %7s | %7s | %8s | %8s | %5s | %6s | %6s | %8s |\n", "task", "n", "acc", "acc_norm",
                "acc_se", "norm_se", "shots", "prefix", "kept", "fallback");
   std::fprintf(out, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------", "-------", "---------", "----------",
                "----------", "----------", "-------", "--------", "--------", "----------");
-  for (const auto& r : j["results"])
+  for (const TaskEval& r : results)
     std::fprintf(out, "| %-10s | %5d | %7.4f | %8.4f | %8.4f | %8.4f | %5d | %6d | %6.3f | %8.3f |\n",
-                 r["task"].get<std::string>().c_str(), r["n"].get<int>(), r["acc"].get<double>(),
-                 r["acc_norm"].get<double>(), r["acc_stderr"].get<double>(), r["acc_norm_stderr"].get<double>(),
-                 r.value("shots", j["shots"].get<int>()), r["prefix_tokens"].get<int>(), r["kept_share"].get<double>(),
-                 r["fallback_share"].get<double>());
+                 r.task.c_str(), r.n, r.acc, r.acc_norm, r.acc_stderr, r.acc_norm_stderr, r.shots,
+                 static_cast<int>(r.prefix_tokens), r.kept_share, r.fallback_share);
 }
 
 }  // namespace impress

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "codec/kv_codec.h"
 #include "common/status.h"
 #include "data/retrieval.h"
 #include "data/task.h"
@@ -57,17 +59,46 @@ struct EvalConfig {
   std::function<void(Doc*)> edit_doc;
 };
 
-// Tasks: the four of data/task.h and "retrieval".
-// {"system", "shots", "max_prefix_tokens", ..., "results": [{"task", "n",
-// "shots", "acc", "acc_norm", "acc_stderr", "acc_norm_stderr",
-// "gold_loglik_mean", "prefix_tokens", "kept_share", "fallback_share",
-// "recall_h2o" (with `recall`, where a selection ran), "preds"}, ...]}, one
-// result per task in order; "shots" per task is what the prefix holds;
-// "preds" holds each document's predicted choice (acc's argmax).
-// Errors name the split file or the document.
-StatusOr<nlohmann::ordered_json> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& config);
+// One task's accuracy behind its prefix.
+struct TaskEval {
+  std::string task;
+  int n = 0;                    // documents (questions) scored
+  int shots = 0;                // examples the prefix holds (0 for retrieval)
+  double acc = 0, acc_norm = 0, acc_stderr = 0, acc_norm_stderr = 0;
+  double gold_loglik_mean = 0;
+  int64_t prefix_tokens = 0;    // retrieval: the mean over its haystacks
+  double kept_share = 0, fallback_share = 0;
+  std::optional<double> recall_h2o;  // with EvalConfig::recall, where a selection ran
+  std::vector<int> preds;       // each document's predicted choice (acc's argmax)
+  // The retrieval task's haystacks and its generator's settings.
+  int64_t haystacks = 0;
+  std::optional<RetrievalOptions> generator;
+  int needles_per_haystack = 0;
 
-// The table `impress eval` prints for one EvalTasks result.
-void PrintEvalReport(const nlohmann::ordered_json& result, std::FILE* out);
+  // {"task", "n", "shots", "acc", "acc_norm", "acc_stderr", "acc_norm_stderr",
+  // "gold_loglik_mean", "prefix_tokens", "kept_share", "fallback_share",
+  // "recall_h2o" (when set), "preds", and for retrieval "haystacks", "generator"}.
+  nlohmann::ordered_json ToJson() const;
+};
+
+// What EvalTasks measured, with the settings that name it.
+struct EvalResult {
+  EvalConfig config;            // as given (samples and edit_doc are not written)
+  KvCodec codec = KvCodec::kNone;
+  bool exact_importance = true; // the papers' importance (no window or pooling)
+  std::vector<TaskEval> results;  // one per task, in order
+  std::string model;            // the caller's name for the model ("" : not written)
+
+  // {"system", "shots", "max_prefix_tokens", "seed", "limit", "retention",
+  // "alpha", "itf_unit", "chunk", "probe_layout", "kv_codec" (not fp16),
+  // "importance_window" and "importance_pool" (not exact), "results",
+  // "model" (when set)}.
+  nlohmann::ordered_json ToJson() const;
+  // The table `impress eval` prints.
+  void Print(std::FILE* out) const;
+};
+
+// Tasks: the four of data/task.h and "retrieval". Errors name the split file or the document.
+StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& config);
 
 }  // namespace impress

@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "experiment/eval_tasks.h"
 #include "experiment/run_config.h"
 
 namespace impress::figure_util {
@@ -20,14 +22,14 @@ inline double TtftRetention(const std::string& task) { return task == "copa" ? 0
 inline double Ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 // The mean accuracy over an eval's tasks.
-inline double MeanAcc(const ojson& eval) {
+inline double MeanAcc(const EvalResult& eval) {
   double sum = 0;
-  for (const auto& r : eval["results"]) sum += r["acc"].get<double>();
-  return eval["results"].empty() ? 0 : sum / static_cast<double>(eval["results"].size());
+  for (const TaskEval& r : eval.results) sum += r.acc;
+  return eval.results.empty() ? 0 : sum / static_cast<double>(eval.results.size());
 }
 
 // Share of documents on which two evals' "preds" (same documents) name the same choice.
-inline double Agreement(const ojson& preds, const ojson& reference) {
+inline double Agreement(const std::vector<int>& preds, const std::vector<int>& reference) {
   size_t same = 0;
   for (size_t i = 0; i < preds.size() && i < reference.size(); ++i) same += preds[i] == reference[i];
   return reference.empty() ? 0 : double(same) / reference.size();

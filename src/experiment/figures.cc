@@ -126,7 +126,7 @@ StatusOr<RunResults> FigureRunner::Run(const FigureModel& m, RunConfig c) {
   return runs_[key] = std::move(r);
 }
 
-StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
+StatusOr<EvalResult> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
   c.data = data_;
   const std::string key = ojson{{"model", m.dir}, {"tasks", c.tasks}, {"system", c.system}, {"shots", c.shots},
                                 {"prefix_tokens", c.prefix_tokens},
@@ -134,11 +134,11 @@ StatusOr<ojson> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
                                 {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout},
                                 {"kv_codec", c.kv_codec}, {"recall", c.recall}}
                               .dump();
-  auto it = memo_.find(key);
-  if (it != memo_.end()) return it->second;
+  auto it = evals_.find(key);
+  if (it != evals_.end()) return it->second;
   Announce("eval " + c.system + " retention " + std::to_string(c.retention).substr(0, 4));
-  ASSIGN_OR_RETURN(ojson r, EvalTasks(*m.model, *m.tok, c));
-  return memo_[key] = std::move(r);
+  ASSIGN_OR_RETURN(EvalResult r, EvalTasks(*m.model, *m.tok, c));
+  return evals_[key] = std::move(r);
 }
 
 StatusOr<RunResults> FigureRunner::AllSystems(const std::string& task) { return Run(models_[0], BaseRun(task)); }

@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "experiment/eval_tasks.h"
+#include "experiment/head_analysis.h"
 #include "experiment/run_systems.h"
 #include "experiment/run_result.h"
 
@@ -105,7 +106,7 @@ class FigureRunner {
   // The store folder of `c` on model `m`: one per model, KV dtype, chunk size, probe layout and codec.
   std::string StoreDir(const FigureModel& m, const RunConfig& c) const;
   StatusOr<RunResults> Run(const FigureModel& m, RunConfig c);
-  StatusOr<nlohmann::ordered_json> Eval(const FigureModel& m, EvalConfig c);
+  StatusOr<EvalResult> Eval(const FigureModel& m, EvalConfig c);
   RunConfig BaseRun(const std::string& task) const;
   // recomp on `tasks` at the accuracy scale.
   EvalConfig BaseEval(std::vector<std::string> tasks) const;
@@ -124,7 +125,7 @@ class FigureRunner {
   StatusOr<Figure> Fig24();
   StatusOr<Figure> Fig25();
   StatusOr<Figure> Motivation(const std::string& name);  // head-jaccard, similarity-ratio, chunk-importance
-  StatusOr<const nlohmann::ordered_json*> HeadAnalysisJson();  // the memoized head analysis Motivation draws
+  StatusOr<const HeadAnalysis*> MemoHeadAnalysis();  // the memoized head analysis Motivation draws
   StatusOr<Figure> Codec();
   // `c` with the cluster as its slow tier: the pool published by a writer,
   // then read by a reader whose local store starts empty.
@@ -133,7 +134,8 @@ class FigureRunner {
   std::vector<FigureModel> models_;
   FigureScale scale_;
   std::string data_, store_root_;
-  std::map<std::string, nlohmann::ordered_json> memo_;  // evals and head analyses, by their configuration
+  std::map<std::string, EvalResult> evals_;  // by their configuration
+  std::map<std::string, HeadAnalysis> analyses_;  // by model and task
   std::map<std::string, RunResults> runs_;             // runs, by their configuration
 };
 

@@ -27,7 +27,7 @@ StatusOr<Figure> FigureRunner::Fig15() {
   f.paper = "IMPRESS within 1 point of AS+H2O+LRU everywhere, 0.2 points on average";
   f.columns = {{"task", "task"}, {"retention", "retention"}, {"acc_recomp", kRecomp}, {"acc_h2o_lru", kH2oLru}, {"acc_impress_itf", kImpressItf}, {"itf_minus_h2o_points", "impress-itf minus h2o-lru (points)"}, {"h2o_lru_agrees", "h2o-lru agrees with recomp"}, {"impress_itf_agrees", "impress-itf agrees with recomp"}};
   const EvalConfig base = BaseEval(scale_.tasks);
-  ASSIGN_OR_RETURN(ojson recomp, Eval(models_[0], base));
+  ASSIGN_OR_RETURN(const EvalResult recomp, Eval(models_[0], base));
   double diff_sum = 0;
   int cells = 0;
   for (double r : scale_.retentions) {
@@ -35,13 +35,13 @@ StatusOr<Figure> FigureRunner::Fig15() {
     h.system = kH2oLru;
     i.system = kImpressItf;
     h.retention = i.retention = r;
-    ASSIGN_OR_RETURN(ojson hr, Eval(models_[0], h));
-    ASSIGN_OR_RETURN(ojson ir, Eval(models_[0], i));
+    ASSIGN_OR_RETURN(const EvalResult hr, Eval(models_[0], h));
+    ASSIGN_OR_RETURN(const EvalResult ir, Eval(models_[0], i));
     for (size_t t = 0; t < scale_.tasks.size(); ++t) {
-      const double a = recomp["results"][t]["acc"], b = hr["results"][t]["acc"], c = ir["results"][t]["acc"];
-      const ojson& full = recomp["results"][t]["preds"];
-      f.rows.push_back({scale_.tasks[t], r, a, b, c, 100 * (c - b), Agreement(hr["results"][t]["preds"], full),
-                        Agreement(ir["results"][t]["preds"], full)});
+      const double a = recomp.results[t].acc, b = hr.results[t].acc, c = ir.results[t].acc;
+      const std::vector<int>& full = recomp.results[t].preds;
+      f.rows.push_back({scale_.tasks[t], r, a, b, c, 100 * (c - b), Agreement(hr.results[t].preds, full),
+                        Agreement(ir.results[t].preds, full)});
       diff_sum += 100 * (c - b);
       ++cells;
     }
@@ -80,8 +80,8 @@ StatusOr<Figure> FigureRunner::Spi() {
   retrieval.chunk = 64;  // haystacks are cut as a store cuts them
   bases.emplace_back(kRetrievalTask, retrieval);
   for (const auto& [task, base] : bases) {
-    ASSIGN_OR_RETURN(ojson full, Eval(models_[0], base));
-    const double acc_full = full["results"][0]["acc"];
+    ASSIGN_OR_RETURN(const EvalResult full, Eval(models_[0], base));
+    const double acc_full = full.results[0].acc;
     for (double r : scale_.retentions) {
       for (const auto& [system, unit] : systems) {
         EvalConfig e = base;
@@ -89,10 +89,10 @@ StatusOr<Figure> FigureRunner::Spi() {
         e.itf_unit = unit;
         e.retention = r;
         e.recall = true;
-        ASSIGN_OR_RETURN(ojson got, Eval(models_[0], e));
-        const ojson& res = got["results"][0];
+        ASSIGN_OR_RETURN(const EvalResult got, Eval(models_[0], e));
+        const TaskEval& res = got.results[0];
         f.rows.push_back({task, r, system + (system == kImpressItf ? " (" + unit + ")" : ""),
-                          res.value("recall_h2o", 0.0), res["acc"], acc_full, res["kept_share"]});
+                          res.recall_h2o.value_or(0.0), res.acc, acc_full, res.kept_share});
       }
     }
   }

@@ -60,7 +60,7 @@ StatusOr<Figure> FigureRunner::Codec() {
           e.retention = TtftRetention(scale_.task);
           e.itf_unit = unit;
           e.kv_codec = codec;
-          ASSIGN_OR_RETURN(ojson acc, Eval(models_[0], e));
+          ASSIGN_OR_RETURN(const EvalResult acc, Eval(models_[0], e));
           f.rows.push_back({tier, codec, sys, unit, r->ttft_ms.mean, r->ttft_ms.p99, r->io_share, mb,
                             Ratio(fp16_mb[at], mb), MeanAcc(acc)});
         }

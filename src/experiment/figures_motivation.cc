@@ -23,16 +23,16 @@ using namespace figure_util;
 namespace {
 
 // Observation 1: per layer, the mean pairwise Jaccard of heads' important sets.
-void HeadJaccard(const ojson& a, Figure* f) {
+void HeadJaccard(const HeadAnalysis& a, const HeadAnalysisOptions& o, Figure* f) {
   f->title = "Jaccard index between heads' important-token sets, per layer (observation 1)";
   f->paper = "heads of a layer agree on important tokens far more than random sets do";
   f->columns = {{"layer", "layer"}, {"jaccard_all_heads", "mean pairwise Jaccard (all heads)"}, {"jaccard_probe_heads", "probe heads"}, {"jaccard_random", "random sets"}};
-  const int h = a["heads"], probes = a["probe_heads"];
-  const int64_t n = a["prefix_tokens"];
-  const double kn = double(RetainedTokens(a["retention"].get<double>(), n)) / n;
+  const int h = a.heads, probes = o.probe_heads;
+  const int64_t n = a.prefix_tokens;
+  const double kn = double(RetainedTokens(o.retention, n)) / n;
   const double rnd = kn / (2 - kn);
-  for (int l = 0; l < a["layers"].get<int>(); ++l) {
-    std::vector<double> m2 = a["jaccard"][l];
+  for (int l = 0; l < a.layers; ++l) {
+    const std::vector<double>& m2 = a.jaccard[l];
     double all = 0, probe = 0;
     int np = 0;
     for (int i = 0; i < h; ++i)
@@ -46,47 +46,54 @@ void HeadJaccard(const ojson& a, Figure* f) {
       }
     f->rows.push_back({l, all / (h * (h - 1)), np ? probe / np : 1.0, rnd});
   }
-  f->series = {{"heads", h}, {"retention", a["retention"]}, {"jaccard", a["jaccard"]}};
+  f->series = {{"heads", h}, {"retention", o.retention}, {"jaccard", a.jaccard}};
 }
 
 // Observation 2: head similarity against the selection ratio, beside random sets and the threshold.
-void SimilarityRatio(const ojson& a, Figure* f) {
+void SimilarityRatio(const HeadAnalysis& a, const HeadAnalysisOptions& o, Figure* f) {
   f->title = "Head similarity vs selection ratio (observation 2)";
   f->paper = "similarity rises with the selection ratio, as does the random baseline; the threshold tracks it";
   f->columns = {{"selection_ratio", "selection ratio"}, {"jaccard_all_heads", "all heads"}, {"jaccard_probe_heads", "probe heads"}, {"jaccard_random", "random sets"}, {"jaccard_threshold", "threshold (alpha 0.6)"}};
-  for (size_t i = 0; i < a["retentions"].size(); ++i) {
-    const double rnd = a["random"][i];
-    f->rows.push_back({a["retentions"][i], a["all_heads"][i], a["probe"][i], rnd, std::pow(rnd, 0.6)});
+  for (size_t i = 0; i < o.retentions.size(); ++i) {
+    const double rnd = a.random[i];
+    f->rows.push_back({o.retentions[i], a.all_heads[i], a.probe_heads[i], rnd, std::pow(rnd, 0.6)});
   }
 }
 
 // The important share of each chunk read: the histogram and the read amplification.
-void ChunkImportance(const ojson& a, Figure* f) {
+void ChunkImportance(const HeadAnalysis& a, const HeadAnalysisOptions& o, Figure* f) {
   f->title = "Important share of each chunk read (read amplification)";
   f->paper = "46% of the KV in chunks read is important (2.2x read amplification)";
   f->columns = {{"important_share", "important share of the chunk"}, {"chunks", "chunks"}, {"fraction_read", "fraction of chunks read"}};
-  const double n = a["chunks_read"].get<double>();
+  const double n = static_cast<double>(a.chunks_read);
   for (int i = 0; i < 10; ++i) {
     char label[32];
     std::snprintf(label, sizeof label, "(%.1f, %.1f]", i / 10.0, (i + 1) / 10.0);
-    const int64_t c = a["histogram"][i];
+    const int64_t c = a.histogram[i];
     f->rows.push_back({label, c, n > 0 ? c / n : 0});
   }
-  const double mean = a["important_share_mean"];
+  const double mean = a.important_share_mean;
   f->notes.push_back("mean important share " + std::to_string(mean).substr(0, 5) + " => read amplification " +
                     std::to_string(mean > 0 ? 1 / mean : 0).substr(0, 4) + "x at retention " +
-                    std::to_string(a["retention"].get<double>()).substr(0, 4) + ", " +
-                    std::to_string(a["chunk_tokens"].get<int>()) + "-token chunks");
-  f->series = {{"important_share_mean", mean}, {"histogram", a["histogram"]}};
+                    std::to_string(o.retention).substr(0, 4) + ", " + std::to_string(o.chunk_tokens) +
+                    "-token chunks");
+  f->series = {{"important_share_mean", mean}, {"histogram", a.histogram}};
 }
 
 }  // namespace
 
+// The options the figures analyse heads with: the scale's TTFT retention.
+static HeadAnalysisOptions FigureAnalysisOptions(const std::string& task) {
+  HeadAnalysisOptions o;
+  o.retention = TtftRetention(task);
+  return o;
+}
+
 // The head analysis of the scale's task on the first model, memoized.
-StatusOr<const ojson*> FigureRunner::HeadAnalysisJson() {
+StatusOr<const HeadAnalysis*> FigureRunner::MemoHeadAnalysis() {
   const FigureModel& m = models_[0];
-  const std::string key = "analysis " + m.dir + " " + scale_.task;
-  if (!memo_.count(key)) {
+  const std::string key = m.dir + " " + scale_.task;
+  if (!analyses_.count(key)) {
     const TaskSpec* task = FindTask(scale_.task);
     if (task == nullptr) return Status::InvalidArgument("--task: unknown task '" + scale_.task + "'");
     ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(data_, *task, task->train_split)));
@@ -94,30 +101,26 @@ StatusOr<const ojson*> FigureRunner::HeadAnalysisJson() {
     PrefixPoolOptions po{1, scale_.prefix_tokens, scale_.seed};
     ASSIGN_OR_RETURN(std::vector<PooledPrefix> pool, BuildPrefixPool(train, *m.tok, po));
     docs.resize(std::min<size_t>(docs.size(), scale_.analysis_docs));
-    HeadAnalysisOptions o;
-    o.retention = TtftRetention(scale_.task);
     Announce("head analysis " + scale_.task);
-    ASSIGN_OR_RETURN(HeadAnalysis a, AnalyzeHeads(*m.model, *m.tok, pool[0].text, docs, o));
-    memo_[key] = {{"layers", a.layers}, {"heads", a.heads}, {"docs", a.docs}, {"prefix_tokens", a.prefix_tokens},
-                  {"retention", o.retention}, {"chunk_tokens", o.chunk_tokens}, {"probe_heads", o.probe_heads},
-                  {"retentions", o.retentions}, {"jaccard", a.jaccard}, {"all_heads", a.all_heads},
-                  {"probe", a.probe_heads}, {"random", a.random}, {"histogram", a.histogram},
-                  {"chunks_read", a.chunks_read}, {"important_share_mean", a.important_share_mean}};
+    ASSIGN_OR_RETURN(HeadAnalysis a,
+                     AnalyzeHeads(*m.model, *m.tok, pool[0].text, docs, FigureAnalysisOptions(scale_.task)));
+    analyses_[key] = std::move(a);
   }
-  return &memo_[key];
+  return &analyses_[key];
 }
 
 StatusOr<Figure> FigureRunner::Motivation(const std::string& name) {
-  ASSIGN_OR_RETURN(const ojson* analysis, HeadAnalysisJson());
-  const ojson& a = *analysis;
+  ASSIGN_OR_RETURN(const HeadAnalysis* analysis, MemoHeadAnalysis());
+  const HeadAnalysis& a = *analysis;
+  const HeadAnalysisOptions o = FigureAnalysisOptions(scale_.task);
   Figure f;
   f.name = name;
-  const std::string scope = "task " + scale_.task + ", one " + std::to_string(a["prefix_tokens"].get<int>()) +
-                            "-token prefix, " + std::to_string(a["docs"].get<int>()) + " documents";
+  const std::string scope = "task " + scale_.task + ", one " + std::to_string(a.prefix_tokens) + "-token prefix, " +
+                            std::to_string(a.docs) + " documents";
   f.notes.push_back(scope);
-  if (name == "head-jaccard") HeadJaccard(a, &f);
-  else if (name == "similarity-ratio") SimilarityRatio(a, &f);
-  else ChunkImportance(a, &f);
+  if (name == "head-jaccard") HeadJaccard(a, o, &f);
+  else if (name == "similarity-ratio") SimilarityRatio(a, o, &f);
+  else ChunkImportance(a, o, &f);
   return f;
 }
 

@@ -163,9 +163,9 @@ StatusOr<Figure> FigureRunner::Fig22() {
     e.system = kImpressItf;
     e.retention = c.retention;
     e.alpha = alpha;
-    ASSIGN_OR_RETURN(ojson ev, Eval(models_[0], e));
+    ASSIGN_OR_RETURN(const EvalResult ev, Eval(models_[0], e));
     ASSIGN_OR_RETURN(const RunResult* r, run.Find(kImpress));
-    f.rows.push_back({alpha, r->ttft_ms.mean, r->kv_chunks_per_request, r->fallback_share, ev["results"][0]["acc"]});
+    f.rows.push_back({alpha, r->ttft_ms.mean, r->kv_chunks_per_request, r->fallback_share, ev.results[0].acc});
   }
   f.notes.push_back("task " + scale_.task + "; accuracy from eval on " + std::to_string(scale_.docs) + " documents");
   return f;

@@ -103,10 +103,10 @@ StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& to
     e.alpha = c.at("alpha").get<double>();
     e.kv_codec = c.value("kv_codec", std::string("fp16"));
     e.edit_doc = edit_doc;
-    ASSIGN_OR_RETURN(nlohmann::ordered_json r, EvalTasks(model, tok, e));
-    for (const auto& t : r["results"])
-      rows.push_back({{"task", t["task"]}, {"system", system}, {"n", t["n"]}, {"acc", t["acc"]},
-                      {"acc_norm", t["acc_norm"]}, {"gold_loglik_mean", t["gold_loglik_mean"]}});
+    ASSIGN_OR_RETURN(const EvalResult r, EvalTasks(model, tok, e));
+    for (const TaskEval& t : r.results)
+      rows.push_back({{"task", t.task}, {"system", system}, {"n", t.n}, {"acc", t.acc}, {"acc_norm", t.acc_norm},
+                      {"gold_loglik_mean", t.gold_loglik_mean}});
     return Status::OK();
   };
   try {

@@ -39,7 +39,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenFilledStore(Model& m, const PrefixSto
   for (size_t p = 0; p < pool_ids.size(); ++p) {
     ASSIGN_OR_RETURN(const int64_t found, store->Discover(pool_ids[p]));
     adopted += found;
-    if (store->index().tree().NewChunks(pool_ids[p]) > 0) {
+    if (store->NewChunks(pool_ids[p]) > 0) {
       const std::unique_ptr<DenseKvCache> kv = ComputeStoredKv(m, pool_ids[p], so.chunk_tokens);
       RETURN_IF_ERROR(store->Insert(pool_ids[p], *kv).status());
       computed_prefixes++;
@@ -178,7 +178,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   auto store = OpenFilledStore(m, so, w.pool_ids, &*run->fill);
   if (remote != nullptr) run->fill->remote_codec_mismatches = remote->counters().codec_mismatches.load() - refused;
   // On CUDA the caches' and the reads' pinned memory exists before the first request is timed.
-  if (store.ok()) (*store)->reader().WarmPinnedPool(o.gpu_cache + o.cpu_cache);
+  if (store.ok()) (*store)->WarmPinnedPool(o.gpu_cache + o.cpu_cache);
   return store;
 }
 

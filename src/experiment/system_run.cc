@@ -16,8 +16,7 @@ void SystemRun::Add(const RequestTrace& t, int layers) {
   bytes += t.load.bytes;
   hits += t.load.hits;
   chunk_loads += t.load.chunks;
-  disk_chunks += t.load.disk_chunks;
-  remote_chunks += t.load.remote_chunks;
+  read_chunks += t.load.read;
   reused += t.reused_tokens;
   computed += t.computed_tokens;
   recomputed_after_error += t.recomputed_after_error;
@@ -70,8 +69,8 @@ RunResult SystemRun::Summarize(int reorder_every) const {
   r.bytes_read = bytes;
   r.hit_gpu = chunk_loads ? double(hits[Tier::kGpu]) / chunk_loads : 0;
   r.hit_cpu = chunk_loads ? double(hits[Tier::kCpu]) / chunk_loads : 0;
-  r.chunks_read = disk_chunks;
-  r.remote_chunks_read = remote_chunks;
+  r.chunks_read = read_chunks[Tier::kDisk];
+  r.remote_chunks_read = read_chunks[Tier::kRemote];
   r.kept_share = selection.KeptShare();
   // Selection reads K/V of chunks holding kept tokens; as reads every chunk.
   r.kv_chunks_per_request = n ? double(r.kept_share < 1.0 ? selected_chunks : chunk_loads) / n : 0;

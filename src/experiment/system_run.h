@@ -21,8 +21,8 @@ struct SystemRun {
   double importance = 0, gather = 0, decision = 0;  // select's parts, summed
   double placement = 0;
   std::vector<RequestRow> per_request;  // measured requests, in order (tails)
-  TierCounts bytes, hits;
-  int64_t chunk_loads = 0, disk_chunks = 0, remote_chunks = 0;
+  TierCounts bytes, hits, read_chunks;  // read_chunks: LoadStats::read
+  int64_t chunk_loads = 0;
   int64_t reused = 0, computed = 0, recomputed_after_error = 0, healed_chunks = 0;
   int correct = 0, n = 0;
   std::string policy = "-";

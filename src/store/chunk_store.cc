@@ -146,12 +146,12 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string
 
 ChunkStore::~ChunkStore() { io_.reset(); }  // reads finish before the files close
 
-Status ChunkStore::Commit(const std::vector<ChunkWrite>& writes, const std::string& meta) {
+Status ChunkStore::Commit(const std::vector<EncodedChunk>& writes, const std::string& meta) {
   std::lock_guard<std::mutex> lock(write_mu_);
   return CommitLocked(writes, meta, /*replace=*/false, nullptr);
 }
 
-Status ChunkStore::Replace(const std::vector<ChunkWrite>& writes, const std::string& meta, FreeStats* stats) {
+Status ChunkStore::Replace(const std::vector<EncodedChunk>& writes, const std::string& meta, FreeStats* stats) {
   std::vector<std::pair<uint64_t, uint64_t>> displaced;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
@@ -160,7 +160,7 @@ Status ChunkStore::Replace(const std::vector<ChunkWrite>& writes, const std::str
   return GiveBack(std::move(displaced), stats);
 }
 
-Status ChunkStore::CommitLocked(const std::vector<ChunkWrite>& writes, const std::string& meta, bool replace,
+Status ChunkStore::CommitLocked(const std::vector<EncodedChunk>& writes, const std::string& meta, bool replace,
                                 std::vector<std::pair<uint64_t, uint64_t>>* displaced) {
   const ChunkGeometry& g = opt_.geometry;
   std::vector<uint8_t> buf;
@@ -174,14 +174,15 @@ Status ChunkStore::CommitLocked(const std::vector<ChunkWrite>& writes, const std
   // writers' lock held: reads go on. Nothing indexes the new parts until the
   // record is durable.
   for (const auto& w : writes) {
-    ChunkLocation loc{off, {0, 0, 0}, w.codec.value_or(g.codec)};
+    ChunkLocation loc{off, {0, 0, 0}, w.codec};
     buf.assign(g.RecordBytes(loc.codec), 0);
-    const void* src[3] = {w.keys, w.values, w.probe};
     size_t at = 0;
     for (int part = 0; part < 3; ++part) {
       const size_t n = g.PartBytes(part, loc.codec);
-      std::memcpy(buf.data() + at, src[part], n);
-      loc.crc[part] = Crc32c(src[part], n);
+      const at::Tensor& bytes = w.bytes[part];
+      IMPRESS_CHECK(bytes.is_contiguous() && bytes.device().is_cpu() && bytes.nbytes() == n);
+      std::memcpy(buf.data() + at, bytes.data_ptr(), n);
+      loc.crc[part] = Crc32c(bytes.data_ptr(), n);
       at += g.PartStride(part, loc.codec);
     }
     RETURN_IF_ERROR(data_->Write(off, buf.data(), buf.size()));

@@ -26,11 +26,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "codec/encoded_chunk.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "store/chunk_layout.h"
@@ -45,16 +45,6 @@ struct StoreOptions {
   bool create_if_missing = true;
   int io_threads = 8;          // parallel direct reads
   Env* env = nullptr;          // the file operations (Env::Default() when null); must outlive the store
-};
-
-// Parts already encoded with `codec` (the store's unless set).
-struct ChunkWrite {
-  uint64_t chunk_id;
-  int layer;
-  const void* keys;    // PartBytes(0, codec)
-  const void* values;  // PartBytes(1, codec)
-  const void* probe;   // PartBytes(2, codec)
-  std::optional<KvCodec> codec;
 };
 
 struct ChunkRead {
@@ -97,15 +87,16 @@ class ChunkStore {
   static StatusOr<std::unique_ptr<ChunkStore>> OpenExisting(const std::string& dir, std::vector<std::string>* committed);
   ~ChunkStore();
 
-  // Durably stores `writes` and `meta` as one record. All or nothing: after a
-  // crash the record is either whole or absent. REQUIRES: no chunk is stored twice.
-  Status Commit(const std::vector<ChunkWrite>& writes, const std::string& meta);
+  // Durably stores `writes` (each one's `bytes` with its `codec`; `decoded`
+  // is not read) and `meta` as one record. All or nothing: after a crash the
+  // record is either whole or absent. REQUIRES: no chunk is stored twice.
+  Status Commit(const std::vector<EncodedChunk>& writes, const std::string& meta);
   // Durably stores new parts for (chunk, layer)s that may be stored already
   // (healing damaged ones), as one record like Commit's, then punches holes
   // where their old parts were: replaying the log takes the newest location.
   // A crash between the record and the holes leaves the old parts allocated
   // and unnamed. `stats` counts the old parts given back.
-  Status Replace(const std::vector<ChunkWrite>& writes, const std::string& meta, FreeStats* stats);
+  Status Replace(const std::vector<EncodedChunk>& writes, const std::string& meta, FreeStats* stats);
   // Reads the asked parts of every request in parallel, verifying checksums.
   // REQUIRES: buffers of the right size; any alignment.
   Status Read(std::vector<ChunkRead>* reads);
@@ -160,7 +151,7 @@ class ChunkStore {
   // Commit's and Replace's body: writes the parts past the end, syncs, logs
   // `meta` and indexes them, appending the extents they displace.
   // REQUIRES: write_mu_ held, mu_ not.
-  Status CommitLocked(const std::vector<ChunkWrite>& writes, const std::string& meta, bool replace,
+  Status CommitLocked(const std::vector<EncodedChunk>& writes, const std::string& meta, bool replace,
                       std::vector<std::pair<uint64_t, uint64_t>>* displaced);
   // The whole log file.
   StatusOr<std::string> ReadLog() const;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_get.h"
+#include "common/named.h"
 
 namespace impress {
 namespace {
@@ -56,7 +57,11 @@ StatusOr<StoreIdentity> ReadManifest(Env* env, const std::string& dir) {
                                 GetInteger<int>(g.at("probe_kv_heads")), GetInteger<int>(g.at("elem_bytes"))};
     if (g.contains("codec")) {
       StatusOr<KvCodec> c = ParseKvCodec(g.at("codec").get<std::string>());
-      if (!c.ok() || *c == KvCodec::kNone) throw std::invalid_argument("codec " + g.at("codec").dump() + " is not int8, int4 or k8v4");
+      if (!c.ok() || *c == KvCodec::kNone) {
+        const std::vector<std::string>& names = KvCodecNames();  // fp16 first: a store without codec names none
+        throw std::invalid_argument("codec " + g.at("codec").dump() + " is not one of " +
+                                    JoinNames(std::vector<std::string>(names.begin() + 1, names.end())));
+      }
       id.geometry.codec = *c;
     }
     id.fingerprint = j.at("fingerprint").get<std::string>();

@@ -4,7 +4,8 @@ def rows(p):
     j = json.load(open(p))
     runs = [r for res in (j["sweep"] if "sweep" in j else [j]) for r in res["runs"]]
     keys = ["bytes_read", "hit_rate", "chunks_read", "remote_chunks_read", "chunk_loads", "kv_chunks_per_request",
-            "kv_hit_gpu", "kept_share", "fallback_share", "acc", "recomputed_after_error", "layer_kv_load_ratio", "fill"]
+            "kv_hit_gpu", "kept_share", "fallback_share", "acc", "recomputed_after_error", "layer_kv_load_ratio", "fill",
+            "reorder", "remote", "healed_chunks"]
     return [(r["system"], {k: r.get(k) for k in keys}, [x["loglik"] for x in r["per_request"]]) for r in runs]
 a, b = rows(sys.argv[1]), rows(sys.argv[2])
 assert len(a) == len(b), (len(a), len(b))

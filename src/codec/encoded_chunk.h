@@ -1,0 +1,41 @@
+// One (chunk, layer) on its way below the GPU, owning its parts: the one
+// carrier of a chunk's data from where it is computed or repacked to the
+// local disk (ChunkStore::Commit), the backends below (PrefixPut, CopyPut) and the
+// caches (what a later read of it returns).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "codec/kv_codec.h"
+
+namespace impress {
+
+struct EncodedChunk {
+  uint64_t chunk_id = 0;
+  int layer = 0;
+  KvCodec codec = KvCodec::kNone;
+  // Keys, values and probe keys as stored: contiguous host tensors of
+  // EncodedBytes(codec, ...) bytes each (uint8; the parts themselves under kNone).
+  std::array<at::Tensor, 3> bytes;
+  // The same parts [C, heads, d] in the KV dtype as every later read returns
+  // them (the parts themselves under kNone); views that may share storage.
+  std::array<at::Tensor, 3> decoded;
+};
+
+// Chunk `chunk_id` of layer `layer`: token-major parts [C, heads, d]
+// (keys, values, probe keys) encoded with `codec`.
+// REQUIRES: contiguous host tensors; fp16 unless `codec` is kNone.
+EncodedChunk EncodeChunk(uint64_t chunk_id, int layer, KvCodec codec, const at::Tensor& k, const at::Tensor& v,
+                         const at::Tensor& probe);
+
+// The store's one encode step: chunks first_index.. of a prefix stored with
+// `codec` (each with its own ChunkCodec), as ids first_id.. of layer `layer`,
+// from token-major parts [n*C, heads, d] with C = chunk_tokens, appended to `out`.
+void EncodeForStore(KvCodec codec, int64_t chunk_tokens, int layer, uint64_t first_id, int64_t first_index,
+                    const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe, std::vector<EncodedChunk>* out);
+
+}  // namespace impress

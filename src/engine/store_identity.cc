@@ -1,0 +1,67 @@
+#include "engine/store_identity.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/prefix_store.h"
+#include "model/model.h"
+#include "select/probe_heads.h"
+#include "store/crc32c.h"
+#include "store/env.h"
+
+namespace impress {
+namespace {
+
+uint32_t WeightsChecksum(const std::string& dir) {
+  std::string path = dir + "/model.safetensors";
+  if (!std::filesystem::exists(path)) {
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".safetensors") path = std::min(path, e.path().string());
+  }
+  auto file = Env::Default()->Open(path, OpenMode::kRead);
+  if (!file.ok()) return 0;
+  auto size = (*file)->Size();
+  if (!size.ok() || *size == 0) return 0;
+  std::vector<char> buf(std::min<uint64_t>(*size, 1 << 20));  // the first MiB: the header and the first tensors
+  if (!(*file)->Read(0, buf.size(), buf.data()).ok()) return 0;
+  return Crc32c(buf.data(), buf.size());
+}
+
+}  // namespace
+
+StatusOr<at::ScalarType> KvDtype(const std::string& s) {
+  if (s == "float16") return at::kHalf;
+  if (s == "bfloat16") return at::kBFloat16;
+  if (s == "float32") return at::kFloat;
+  return Status::InvalidArgument("--kv-dtype: unknown '" + s + "' (float16, bfloat16, float32)");
+}
+
+std::string StoreFingerprint(const Model& model, const std::string& kv_dtype, int chunk_tokens) {
+  const ModelConfig& c = model.config();
+  char crc[16];
+  std::snprintf(crc, sizeof(crc), "%08x", WeightsChecksum(model.dir()));
+  return c.model_type + "-L" + std::to_string(c.num_layers) + "-D" + std::to_string(c.hidden_size) + "-KV" +
+         std::to_string(c.num_kv_heads) + "x" + std::to_string(c.head_dim) + "-V" + std::to_string(c.vocab_size) +
+         "-w" + crc + "/" + kv_dtype + "/c" + std::to_string(chunk_tokens);
+}
+
+StatusOr<StoreIdentity> StoreIdentityFor(const Model& model, const PrefixStoreOptions& opt) {
+  if (opt.chunk_tokens <= 0) return Status::InvalidArgument("--chunk must be positive");
+  ASSIGN_OR_RETURN(const at::ScalarType kv_type, KvDtype(opt.kv_dtype));
+  const ModelConfig& c = model.config();
+  StoreIdentity id;
+  id.geometry = ChunkGeometry{opt.chunk_tokens, c.num_layers, c.num_kv_heads, c.head_dim,
+                              static_cast<int>(ProbeKvHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout)),
+                              static_cast<int>(c10::elementSize(kv_type))};
+  if (opt.kv_codec != KvCodec::kNone && kv_type != at::kHalf)
+    return Status::InvalidArgument(std::string("--kv-codec ") + KvCodecName(opt.kv_codec) + " encodes float16 KV, not " +
+                                   opt.kv_dtype);
+  id.geometry.codec = opt.kv_codec;
+  id.fingerprint = StoreFingerprint(model, opt.kv_dtype, opt.chunk_tokens);
+  return id;
+}
+
+}  // namespace impress
