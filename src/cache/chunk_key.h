@@ -5,17 +5,17 @@
 
 #include <cstdint>
 
-#include "common/status.h"
-
 namespace impress {
 
 struct ChunkKey {
   static constexpr int kLayerBits = 12;
+  static constexpr int kMaxLayers = 1 << kLayerBits;
   uint64_t chunk = 0;
   int layer = 0;
 
+  // REQUIRES: 0 <= layer < kMaxLayers (a store refuses a model with more) and
+  // chunk < 2^52 (ids are counted from 0).
   uint64_t packed() const {
-    IMPRESS_CHECK(layer >= 0 && layer < (1 << kLayerBits) && chunk < (uint64_t{1} << (64 - kLayerBits)));
     return (chunk << kLayerBits) | static_cast<uint64_t>(layer);
   }
   static ChunkKey Unpack(uint64_t key) {

@@ -5,7 +5,10 @@
 #include "codec/kv_codec_tensor.h"
 
 namespace impress {
+namespace {
 
+// Chunk `chunk_id` of layer `layer`: token-major parts [C, heads, d] (keys,
+// values, probe keys) encoded with `codec`.
 EncodedChunk EncodeChunk(uint64_t chunk_id, int layer, KvCodec codec, const at::Tensor& k, const at::Tensor& v,
                          const at::Tensor& probe) {
   EncodedChunk e;
@@ -24,6 +27,8 @@ EncodedChunk EncodeChunk(uint64_t chunk_id, int layer, KvCodec codec, const at::
   }
   return e;
 }
+
+}  // namespace
 
 void EncodeForStore(KvCodec codec, int64_t chunk_tokens, int layer, uint64_t first_id, int64_t first_index,
                     const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe, std::vector<EncodedChunk>* out) {

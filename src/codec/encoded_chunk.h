@@ -26,15 +26,10 @@ struct EncodedChunk {
   std::array<at::Tensor, 3> decoded;
 };
 
-// Chunk `chunk_id` of layer `layer`: token-major parts [C, heads, d]
-// (keys, values, probe keys) encoded with `codec`.
-// REQUIRES: contiguous host tensors; fp16 unless `codec` is kNone.
-EncodedChunk EncodeChunk(uint64_t chunk_id, int layer, KvCodec codec, const at::Tensor& k, const at::Tensor& v,
-                         const at::Tensor& probe);
-
 // The store's one encode step: chunks first_index.. of a prefix stored with
 // `codec` (each with its own ChunkCodec), as ids first_id.. of layer `layer`,
 // from token-major parts [n*C, heads, d] with C = chunk_tokens, appended to `out`.
+// REQUIRES: contiguous host tensors; fp16 unless `codec` is kNone.
 void EncodeForStore(KvCodec codec, int64_t chunk_tokens, int layer, uint64_t first_id, int64_t first_index,
                     const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe, std::vector<EncodedChunk>* out);
 

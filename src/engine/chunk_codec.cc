@@ -9,6 +9,20 @@
 
 namespace impress {
 
+namespace {
+
+at::Tensor OwnStorage(const at::Tensor& t) {
+  return t.storage_offset() == 0 && t.storage().nbytes() == t.nbytes() ? t : t.clone();
+}
+
+}  // namespace
+
+ChunkKv CacheEntry(const EncodedChunk& e) {
+  ChunkKv kv{OwnStorage(e.decoded[0]), OwnStorage(e.decoded[1])};
+  if (e.codec != KvCodec::kNone) kv.enc = {e.bytes[0], e.bytes[1], e.codec};
+  return kv;
+}
+
 void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint8_t* bytes, at::Tensor* out) {
   const int heads = part == 2 ? g.probe_kv_heads : g.kv_heads;
   if (codec == KvCodec::kNone) {

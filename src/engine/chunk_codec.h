@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "cache/tiered_cache.h"
+#include "codec/encoded_chunk.h"
 #include "store/chunk_layout.h"
 
 namespace impress {
@@ -21,6 +22,11 @@ void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint
 // operations (DecodePartOn), on that device: bit-identical to DecodeChunkPart.
 at::Tensor DecodeChunkPartOn(const ChunkGeometry& g, int part, KvCodec codec, const at::Tensor& bytes,
                              at::ScalarType kv_type);
+
+// What the caches hold for a chunk just written: its decoded keys and values
+// in storage of their own (a view into a larger tensor is copied, a part
+// decoded on its own is taken as it is) and, under a codec, its encoded ones.
+ChunkKv CacheEntry(const EncodedChunk& chunk);
 
 // Sets kv->k and kv->v ([C, kv_heads, d] in `kv_type`) from kv->enc: the
 // caches' decoder (TierOptions::decode). On the CPU in host memory; on CUDA

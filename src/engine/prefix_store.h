@@ -160,7 +160,7 @@ class PrefixStore {
   int64_t chunk_kv_bytes() const { return static_cast<int64_t>(geo_.KeyBytes() + geo_.ValueBytes()); }
 
  private:
-  friend class PrefixStoreTestPeer;  // tests/test_util.h: the index, caches and disk, for inspection
+  friend class PrefixStoreTestPeer;  // tests/store_peer.h: the index, caches and disk, for inspection
   PrefixStore(const Model& model, const PrefixStoreOptions& opt);
   // Open's steps after the disk: the index from the log, garbage freed, the backends below told what it holds.
   Status Recover(const std::vector<std::string>& committed, const std::string& fingerprint);

@@ -125,12 +125,7 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
 }
 
 void PrefixStore::CacheInserted(const std::vector<EncodedChunk>& chunks, const std::vector<uint64_t>& added) {
-  for (const EncodedChunk& e : chunks) {
-    // The caches hold what a read returns: the decoded parts, and the encoded ones.
-    EncodedKv enc;
-    if (e.codec != KvCodec::kNone) enc = {e.bytes[0], e.bytes[1], e.codec};
-    cache_->Put(ChunkKey{e.chunk_id, e.layer}.packed(), ChunkKv{e.decoded[0].clone(), e.decoded[1].clone(), enc});
-  }
+  for (const EncodedChunk& e : chunks) cache_->Put(ChunkKey{e.chunk_id, e.layer}.packed(), CacheEntry(e));
   // The score policy places what Put holds once it is observed: computed,
   // never accessed (score 0), these land only where there is room.
   for (int l = 0; l < geo_.layers; ++l) reader_->ObserveWhole(added, l);

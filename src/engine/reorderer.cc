@@ -177,9 +177,7 @@ void Reorderer::RecacheLocked(const Candidate& cand, const ReorderedChunks& copy
     for (int t = 0; t < kMaxTiers; ++t)
       for (int64_t k = 0; k < cached[l][t] && i < n; ++k, ++i) {
         const EncodedChunk& e = chunks[static_cast<size_t>(l * n + i)];  // Repack's order: by layer, then chunk
-        ChunkKv kv{e.decoded[0].clone(), e.decoded[1].clone()};
-        if (g.codec != KvCodec::kNone) kv.enc = {e.bytes[0], e.bytes[1], e.codec};
-        ctx_.cache->PutIn(ChunkKey{copy.chunks[i], l}.packed(), kv, static_cast<Tier>(t));
+        ctx_.cache->PutIn(ChunkKey{copy.chunks[i], l}.packed(), CacheEntry(e), static_cast<Tier>(t));
       }
     stats->chunks_recached += i;
   }

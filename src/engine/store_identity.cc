@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cache/chunk_key.h"
 #include "engine/prefix_store.h"
 #include "model/model.h"
 #include "select/probe_heads.h"
@@ -52,6 +53,9 @@ StatusOr<StoreIdentity> StoreIdentityFor(const Model& model, const PrefixStoreOp
   if (opt.chunk_tokens <= 0) return Status::InvalidArgument("--chunk must be positive");
   ASSIGN_OR_RETURN(const at::ScalarType kv_type, KvDtype(opt.kv_dtype));
   const ModelConfig& c = model.config();
+  if (c.num_layers > ChunkKey::kMaxLayers)
+    return Status::InvalidArgument(model.dir() + ": " + std::to_string(c.num_layers) + " layers; a store keys at most " +
+                                   std::to_string(ChunkKey::kMaxLayers));
   StoreIdentity id;
   id.geometry = ChunkGeometry{opt.chunk_tokens, c.num_layers, c.num_kv_heads, c.head_dim,
                               static_cast<int>(ProbeKvHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout)),

@@ -187,8 +187,8 @@ Status StoreSource::FetchSome(uint8_t what, const std::vector<int64_t>& which) {
     sub.push_back(parts_[i]);
   }
   auto t0 = Clock::now();
-  Status s = store_.Fetch(ids, layer_, std::vector<uint8_t>(ids.size(), what), &sub, &trace_->load,
-                                   &demand_spans_[layer_]);
+  Status s =
+      store_.Fetch(ids, layer_, std::vector<uint8_t>(ids.size(), what), &sub, &trace_->load, &demand_spans_[layer_]);
   trace_->io_ms += Ms(t0, Clock::now());
   RETURN_IF_ERROR(s);
   for (size_t j = 0; j < which.size(); ++j) parts_[which[j]] = std::move(sub[j]);

@@ -93,8 +93,7 @@ struct Tally {
   }
 };
 
-StatusOr<TaskEval> EvalTask(const EvalConfig& c, const TaskSpec& task, const Tokenizer& tok,
-                                          Scorer& scorer) {
+StatusOr<TaskEval> EvalTask(const EvalConfig& c, const TaskSpec& task, const Tokenizer& tok, Scorer& scorer) {
   ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadDocs(c, task, task.eval_split));
   std::string prefix;
   int shots = c.shots;
@@ -149,9 +148,7 @@ StatusOr<TaskEval> EvalRetrieval(const EvalConfig& c, const Tokenizer& tok, Scor
     else selection.Merge(scorer.selection());
   }
   TaskEval r = t.Result(kRetrievalTask, 0, tokens / static_cast<int64_t>(hays.size()), selection);
-  r.haystacks = static_cast<int64_t>(hays.size());
-  r.generator = ro;
-  r.needles_per_haystack = per;
+  r.haystacks = TaskEval::Haystacks{static_cast<int64_t>(hays.size()), ro};
   return r;
 }
 
@@ -191,10 +188,10 @@ nlohmann::ordered_json TaskEval::ToJson() const {
                            {"kept_share", kept_share}, {"fallback_share", fallback_share}};
   if (recall_h2o) r["recall_h2o"] = *recall_h2o;
   r["preds"] = preds;
-  if (generator) {
-    const RetrievalOptions& ro = *generator;
-    r["haystacks"] = haystacks;
-    r["generator"] = {{"haystack_tokens", ro.haystack_tokens}, {"needles_per_haystack", needles_per_haystack},
+  if (haystacks) {
+    const RetrievalOptions& ro = haystacks->generator;
+    r["haystacks"] = haystacks->count;
+    r["generator"] = {{"haystack_tokens", ro.haystack_tokens}, {"needles_per_haystack", NeedlesPerHaystack(ro)},
                       {"needles_per_1k", ro.needles_per_1k}, {"choices", ro.choices}, {"seed", ro.seed},
                       {"filler", "data/piqa/train.jsonl solutions (RetrievalFiller)"}};
   }

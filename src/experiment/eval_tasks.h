@@ -70,10 +70,12 @@ struct TaskEval {
   double kept_share = 0, fallback_share = 0;
   std::optional<double> recall_h2o;  // with EvalConfig::recall, where a selection ran
   std::vector<int> preds;       // each document's predicted choice (acc's argmax)
-  // The retrieval task's haystacks and its generator's settings.
-  int64_t haystacks = 0;
-  std::optional<RetrievalOptions> generator;
-  int needles_per_haystack = 0;
+  // The retrieval task's: how many haystacks, and its generator's settings.
+  struct Haystacks {
+    int64_t count = 0;
+    RetrievalOptions generator;
+  };
+  std::optional<Haystacks> haystacks;
 
   // {"task", "n", "shots", "acc", "acc_norm", "acc_stderr", "acc_norm_stderr",
   // "gold_loglik_mean", "prefix_tokens", "kept_share", "fallback_share",

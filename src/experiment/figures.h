@@ -106,6 +106,12 @@ class FigureRunner {
   // The store folder of `c` on model `m`: one per model, KV dtype, chunk size, probe layout and codec.
   std::string StoreDir(const FigureModel& m, const RunConfig& c) const;
   StatusOr<RunResults> Run(const FigureModel& m, RunConfig c);
+  // h2o-lfu and impress alone under `c` on the first model (fig23, fig24's sweeps).
+  struct BaselineAndImpress {
+    RunResult baseline, impress;
+    int64_t kv_bytes_per_token = 0;
+  };
+  StatusOr<BaselineAndImpress> H2oLfuAndImpress(RunConfig c);
   StatusOr<EvalResult> Eval(const FigureModel& m, EvalConfig c);
   RunConfig BaseRun(const std::string& task) const;
   // recomp on `tasks` at the accuracy scale.

@@ -80,14 +80,14 @@ void ChunkImportance(const HeadAnalysis& a, const HeadAnalysisOptions& o, Figure
   f->series = {{"important_share_mean", mean}, {"histogram", a.histogram}};
 }
 
-}  // namespace
-
 // The options the figures analyse heads with: the scale's TTFT retention.
-static HeadAnalysisOptions FigureAnalysisOptions(const std::string& task) {
+HeadAnalysisOptions FigureAnalysisOptions(const std::string& task) {
   HeadAnalysisOptions o;
   o.retention = TtftRetention(task);
   return o;
 }
+
+}  // namespace
 
 // The head analysis of the scale's task on the first model, memoized.
 StatusOr<const HeadAnalysis*> FigureRunner::MemoHeadAnalysis() {

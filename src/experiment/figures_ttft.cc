@@ -171,6 +171,14 @@ StatusOr<Figure> FigureRunner::Fig22() {
   return f;
 }
 
+StatusOr<FigureRunner::BaselineAndImpress> FigureRunner::H2oLfuAndImpress(RunConfig c) {
+  c.systems = {kH2oLfu, kImpress};
+  ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
+  ASSIGN_OR_RETURN(const RunResult* baseline, run.Find(kH2oLfu));
+  ASSIGN_OR_RETURN(const RunResult* impress, run.Find(kImpress));
+  return BaselineAndImpress{*baseline, *impress, run.kv_bytes_per_token};
+}
+
 StatusOr<Figure> FigureRunner::Fig23() {
   Figure f;
   f.name = "fig23";
@@ -179,13 +187,10 @@ StatusOr<Figure> FigureRunner::Fig23() {
   f.columns = {{"chunk_tokens", "chunk tokens"}, {"h2o_lfu_ttft_ms", "h2o-lfu ttft ms"}, {"impress_ttft_ms", "impress ttft ms"}, {"speedup", "speedup"}, {"impress_kv_chunks_per_request", "impress KV chunks/req"}};
   for (int chunk : scale_.chunks) {
     RunConfig c = BaseRun(scale_.task);
-    c.systems = {kH2oLfu, kImpress};
     c.chunk = chunk;
-    ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
-    ASSIGN_OR_RETURN(const RunResult* base, run.Find(kH2oLfu));
-    ASSIGN_OR_RETURN(const RunResult* best, run.Find(kImpress));
-    const double a = base->ttft_ms.mean, b = best->ttft_ms.mean;
-    f.rows.push_back({chunk, a, b, Ratio(a, b), best->kv_chunks_per_request});
+    ASSIGN_OR_RETURN(const BaselineAndImpress r, H2oLfuAndImpress(c));
+    const double a = r.baseline.ttft_ms.mean, b = r.impress.ttft_ms.mean;
+    f.rows.push_back({chunk, a, b, Ratio(a, b), r.impress.kv_chunks_per_request});
   }
   f.notes.push_back("task " + scale_.task);
   return f;
@@ -199,13 +204,10 @@ StatusOr<Figure> FigureRunner::Fig24() {
   f.columns = {{"pool_prefixes", "pool prefixes"}, {"pool_mb", "pool MB (KV)"}, {"h2o_lfu_ttft_ms", "h2o-lfu ttft ms"}, {"impress_ttft_ms", "impress ttft ms"}, {"speedup", "speedup"}};
   for (int pool : scale_.pools) {
     RunConfig c = BaseRun(scale_.task);
-    c.systems = {kH2oLfu, kImpress};
     c.pool = pool;
-    ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
-    ASSIGN_OR_RETURN(const RunResult* base, run.Find(kH2oLfu));
-    ASSIGN_OR_RETURN(const RunResult* best, run.Find(kImpress));
-    const double a = base->ttft_ms.mean, b = best->ttft_ms.mean;
-    const double mb = double(pool) * c.prefix_tokens * static_cast<double>(run.kv_bytes_per_token) / 1e6;
+    ASSIGN_OR_RETURN(const BaselineAndImpress r, H2oLfuAndImpress(c));
+    const double a = r.baseline.ttft_ms.mean, b = r.impress.ttft_ms.mean;
+    const double mb = double(pool) * c.prefix_tokens * static_cast<double>(r.kv_bytes_per_token) / 1e6;
     f.rows.push_back({pool, mb, a, b, Ratio(a, b)});
   }
   f.notes.push_back("task " + scale_.task + "; caches fixed while the pool grows");
