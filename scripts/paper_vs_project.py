@@ -49,6 +49,14 @@ def headline(name, f):
     if name == "chunk-importance":
         note = [n for n in f["notes"] if n.startswith("mean important share")]
         return note[0] if note else ""
+    if name == "spi":
+        at = {r["system"]: r for r in rows if r["task"] == "retrieval" and abs(r["retention"] - 0.25) < 1e-9}
+        if not {"static", "random", "h2o-lru", "impress-itf (token)"} <= at.keys():
+            return ""
+        s, rnd, h, i = at["static"], at["random"], at["h2o-lru"], at["impress-itf (token)"]
+        return (f"retrieval at 25%: recall of H2O's top-k static {s['recall']:.2f}, impress-itf {i['recall']:.2f}; "
+                f"acc static {s['acc']:.3f}, random {rnd['acc']:.3f}, impress-itf {i['acc']:.3f}, h2o-lru {h['acc']:.3f} "
+                f"(full KV {h['acc_recomp']:.3f})")
     if name == "fig15":
         d = [r["itf_minus_h2o_points"] for r in rows]
         within = sum(abs(x) <= 1 for x in d)

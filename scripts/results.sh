@@ -15,6 +15,11 @@
 #   codec          `reproduce codec` at 4 x 2K with the cluster (Quantized KV) ~15 min
 #   codec-bytes    bytes read per codec with the caches off, 4 x 2K (Quantized KV) ~10 min
 #   retrieval      the retrieval task's accuracy table at 25%                  ~25 min
+#   readahead      the capped run with and without reading ahead, back to back
+#                  (TTFT, "Reading ahead")                                      ~10 min
+#   speculate      with and without --speculate, back to back: PIQA at 16 and 128
+#                  warm-up requests, capped and on the real disk, then the four
+#                  tasks at reproduce's scale (TTFT, "Speculative K/V reads")   ~35 min
 # Usage: scripts/results.sh BUILD STEP... (or `all`); MODEL, STORE, FIGURES override.
 # A step's commands.txt gains a dated line with the commit per invocation, so a step
 # finished in two invocations (FIGURES=... for the figures left) names both.
@@ -23,14 +28,14 @@ build=${1:?usage: results.sh BUILD STEP...|all}; shift
 model=${MODEL:-models/smollm2-135m}
 store=${STORE:-$build/results_stores}
 all=(select-bench store-fio prefill remote ttft ttft-units figures figures-warm64 figures-chunk codec codec-bytes
-     retrieval)
+     retrieval readahead speculate)
 steps=("$@"); [ "${steps[*]}" = all ] && steps=("${all[@]}")
 [ "$("$build/impress" --version)" = "$(git rev-parse HEAD)" ] ||
   echo "results: warning: $build/impress is $("$build/impress" --version), the checkout $(git rev-parse HEAD) (rebuild)" >&2
 say() { echo "$*" >>"$out/commands.txt"; "$@"; }
 for step in "${steps[@]}"; do
   out=results/remeasure/$step
-  mkdir -p "$out"
+  mkdir -p "$out"; [ "$step" = speculate ] && mkdir -p "$out/tasks"
   echo "# $(date -u +%FT%TZ) at $("$build/impress" --version)" >>"$out/commands.txt"
   echo "== $step ($(date -u +%H:%M))" >&2
   run=("$build/impress" run --model "$model" --task piqa --retention 0.25 --pool 16 --prefix-tokens 2048
@@ -78,6 +83,40 @@ for step in "${steps[@]}"; do
       done ;;
     retrieval)
       say bash scripts/retrieval_accuracy.sh "$build" "$out" 0.25 400 ;;
+    readahead)
+      capped=(--warmup 16 --disk-bw 128M --h2d-bw 640M --system as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress)
+      say "${run[@]}" "${capped[@]}" --json "$out/piqa_prefetch_on_r025_disk128M.json" | tee "$out/piqa_prefetch_on_r025_disk128M.md"
+      say "${run[@]}" "${capped[@]}" --no-prefetch --json "$out/piqa_prefetch_off_r025_disk128M.json" |
+        tee "$out/piqa_prefetch_off_r025_disk128M.md" ;;
+    speculate)
+      capped=(--disk-bw 128M --h2d-bw 640M)
+      for on in on off; do
+        flag=(); [ $on = on ] && flag=(--speculate)
+        say "${run[@]}" "${capped[@]}" --system h2o-lfu,impress-itf,impress-itf-ro,impress --warmup 16 "${flag[@]}" \
+          --json "$out/piqa_speculate_${on}_r025_disk128M.json" | tee "$out/piqa_speculate_${on}_r025_disk128M.md"
+      done
+      for on in on off; do
+        flag=(); [ $on = on ] && flag=(--speculate)
+        say "${run[@]}" "${capped[@]}" --system h2o-lfu,impress-itf,impress --warmup 128 "${flag[@]}" \
+          --json "$out/piqa_speculate_warm128_${on}_r025_disk128M.json" | tee "$out/piqa_speculate_warm128_${on}_r025_disk128M.md"
+      done
+      for on in on off; do
+        flag=(); [ $on = on ] && flag=(--speculate)
+        say "${run[@]}" --system h2o-lfu,impress-itf,impress-itf-ro,impress --warmup 16 "${flag[@]}" \
+          --json "$out/piqa_speculate_realdisk_${on}_r025.json" | tee "$out/piqa_speculate_realdisk_${on}_r025.md"
+      done
+      for task in piqa rte copa openbookqa; do  # reproduce's TTFT scale; COPA at 50% as the paper's runs
+        r=0.25; [ $task = copa ] && r=0.5
+        for on in on off; do
+          flag=(); [ $on = on ] && flag=(--speculate)
+          say "$build/impress" run --model "$model" --system h2o-lfu,impress-itf,impress --store "$store/c64" \
+            --task $task --retention $r --pool 8 --prefix-tokens 1024 --requests 32 --warmup 8 --gpu-cache 16M \
+            --cpu-cache 32M --disk-bw 128M --h2d-bw 640M "${flag[@]}" --json "$out/tasks/${task}_speculate_${on}.json" |
+            tee "$out/tasks/${task}_speculate_${on}.md"
+        done
+      done
+      (cd "$out/tasks" && python3 ../../../../scripts/compare_runs.py --control h2o-lfu \
+        {piqa,rte,copa,openbookqa}_speculate_{on,off}.json >compare.md) ;;
     *) echo "results: unknown step '$step' (one of: ${all[*]}, all)" >&2; exit 1 ;;
   esac
   case $step in figures*) python3 scripts/paper_vs_project.py "$out" >"$out/paper_vs_project.md" ;; esac
