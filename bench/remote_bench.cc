@@ -7,8 +7,10 @@
 // Publishes --chunks chunks (SmolLM2 geometry: 64 tokens x 3 KV heads x 64
 // dims, fp16, one layer) first. scripts/bench_remote.sh compares the result
 // with redis-benchmark's GETs of the same value size on the same cluster.
+#include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <iostream>
 #include <vector>
 
@@ -74,8 +76,9 @@ int main(int argc, char** argv) {
     std::cerr << "impress_remote_bench: error: " << remote.status().message() << "\n";
     return 1;
   }
-  const size_t kb = kGeometry.KeyBytes();
-  auto data = std::make_shared<std::vector<uint8_t>>(2 * kb + kGeometry.ProbeBytes(), 7);
+  const auto part = [](size_t bytes) { return at::full({static_cast<int64_t>(bytes)}, 7, at::kByte); };
+  const std::array<at::Tensor, 3> parts = {part(kGeometry.KeyBytes()), part(kGeometry.KeyBytes()),
+                                           part(kGeometry.ProbeBytes())};
   std::vector<impress::RemoteStore::Chunk> chunks;
   for (int i = 0; i < f.chunks; ++i) {
     impress::RemoteStore::Chunk c;
@@ -83,10 +86,7 @@ int main(int argc, char** argv) {
     c.key = KeyOf(i);
     c.parent = impress::RootKey("remote-bench");
     c.tokens = {i};
-    c.keys = {data->data()};
-    c.values = {data->data() + kb};
-    c.probe = {data->data() + 2 * kb};
-    c.owner = data;
+    c.layers = {impress::EncodedChunk{static_cast<uint64_t>(i), 0, impress::KvCodec::kNone, parts, {}}};
     chunks.push_back(std::move(c));
   }
   (*remote)->WriteAsync(std::move(chunks));

@@ -267,6 +267,44 @@ TEST(TieredCache, ALevelListOfOne) {
   EXPECT_EQ(c.entries(Tier::kCpu), 2u);
 }
 
+// Levels are whatever tiers the list names, fastest first: with a third
+// level, victims cascade through all three and only the last level's drop.
+// Levels out of order, or two of one tier, are refused.
+TEST(TieredCache, ALevelListOfThree) {
+  TierOptions opt;
+  opt.levels = GpuCpuLevels(256, 256);  // one 8-token chunk each
+  CacheLevel third = opt.levels[1];
+  third.tier = Tier::kDisk;
+  opt.levels.push_back(third);
+  auto cache = TieredCache::Create(opt);
+  ASSERT_TRUE(cache.ok()) << cache.status().message();
+  TieredCache& c = **cache;
+  for (uint64_t k : {1, 2, 3}) c.Put(k, Chunk(8, static_cast<float>(k)));  // LRU: 1 down to the third, 2 to the CPU
+  EXPECT_EQ(c.Where(3), Tier::kGpu);
+  EXPECT_EQ(c.Where(2), Tier::kCpu);
+  EXPECT_EQ(c.Where(1), Tier::kDisk);
+  c.Put(4, Chunk(8, 4));  // 1 leaves the last level
+  EXPECT_EQ(c.Where(1), std::nullopt);
+  Tier t;
+  auto hit = c.Get(2, &t);  // a hit two levels down moves up; the others cascade one level
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(t, Tier::kDisk);
+  EXPECT_EQ(hit->k[0][0][0].item<float>(), 2.0f);
+  EXPECT_EQ(c.Where(2), Tier::kGpu);
+  EXPECT_EQ(c.Where(4), Tier::kCpu);
+  EXPECT_EQ(c.Where(3), Tier::kDisk);
+  EXPECT_EQ(c.counters().hits[Tier::kDisk], 1);
+
+  TierOptions reversed;
+  reversed.levels = {GpuCpuLevels(256, 256)[1], GpuCpuLevels(256, 256)[0]};
+  auto bad = TieredCache::Create(reversed);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "cache levels must be distinct tiers, fastest first (gpu after cpu)");
+  TierOptions twice;
+  twice.levels = {GpuCpuLevels(256, 256)[1], GpuCpuLevels(256, 256)[1]};
+  EXPECT_FALSE(TieredCache::Create(twice).ok());
+}
+
 // A chunk with an encoded form: its "encoding" here is one byte per value
 // (the value itself), so a level holding it encoded uses half the decoded
 // bytes and the decoder is easy to check.

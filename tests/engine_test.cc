@@ -251,6 +251,19 @@ TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
   }
 }
 
+// Cache levels sit above the backends: a store asked for a level of the
+// disk's tier is refused before it opens (or creates) anything.
+TEST_P(ReuseTest, ACacheLevelNotAboveTheDiskIsRefused) {
+  TempDir dir;
+  PrefixStoreOptions o = Options(dir.path());
+  o.tiers.levels = GpuCpuLevels(0, 0);
+  o.tiers.levels[1].tier = Tier::kDisk;
+  auto refused = PrefixStore::Open(*model_, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(), "cache level 'disk' is not above the disk");
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
 // Under a codec the CPU tier holds chunks as the disk does, encoded: a tier
 // sized for the encoded chunks (too small for them decoded) holds all of
 // them and serves what the disk would; with a GPU tier over it, chunks

@@ -4,6 +4,7 @@
 // layer on the same prefix and queries, and give the same logits. Full
 // reuse (`as`) goes the same way: it keeps every token of every layer.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -45,7 +46,21 @@ class Recorder final : public SelectionObserver {
 
 class SelectionPathsTest : public testing::ModelStoreTest {};
 
+// The two paths attend over the same tokens held in different orders (the
+// store's gathered chunks, the memory's dense prefix), so their logits agree
+// to rounding, and how much rounding depends on how intra-op threads split
+// the reductions: the test runs on one, whatever OMP_NUM_THREADS says.
+class OneIntraOpThread {
+ public:
+  OneIntraOpThread() : before_(at::get_num_threads()) { at::set_num_threads(1); }
+  ~OneIntraOpThread() { at::set_num_threads(before_); }
+
+ private:
+  int before_;
+};
+
 TEST_P(SelectionPathsTest, StoreAndMemoryChooseTheSameTokens) {
+  OneIntraOpThread one_thread;
   const ModelConfig& c = model_->config();
   const int layers = c.num_layers;
   const int64_t p = 160;

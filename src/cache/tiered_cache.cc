@@ -37,8 +37,9 @@ StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& op
   c->placement_ = MakePlacement(opt.policy);
   for (const CacheLevel& o : opt.levels) {
     if (o.capacity < 0) return Status::InvalidArgument("cache capacities must not be negative");
-    if (o.tier != Tier::kGpu && o.tier != Tier::kCpu) return Status::InvalidArgument("a cache level must be the GPU or CPU tier");
-    if (c->LevelOf(o.tier) >= 0) return Status::InvalidArgument("two cache levels of one tier");
+    if (!c->levels_.empty() && o.tier <= c->levels_.back().opt.tier)
+      return Status::InvalidArgument(std::string("cache levels must be distinct tiers, fastest first (") +
+                                     TierName(o.tier) + " after " + TierName(c->levels_.back().opt.tier) + ")");
     if (o.encoded && (o.on_device || !opt.decode || opt.decoded_bytes <= 0))
       return Status::InvalidArgument("an encoded cache level must be in host memory, with a decoder");
     Level& l = c->levels_.emplace_back();

@@ -76,7 +76,7 @@ struct ChunkKv {
 
 // One level of the cache.
 struct CacheLevel {
-  Tier tier = Tier::kGpu;      // its name in counters and reports (kGpu, kCpu)
+  Tier tier = Tier::kGpu;      // its name in counters and reports: any tier (cache/tier.h) above the backends
   bool on_device = false;      // lives on the compute device (an emulated pool on the CPU)
   bool pinned = false;         // host memory pinned when the device is CUDA, for fast copies up
   int64_t capacity = 0;        // bytes, never exceeded
@@ -89,7 +89,7 @@ struct CacheLevel {
 std::vector<CacheLevel> GpuCpuLevels(int64_t gpu_bytes, int64_t cpu_bytes, double h2d_bytes_per_second = 0);
 
 struct TierOptions {
-  std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);  // fastest first, each tier at most once
+  std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);  // distinct tiers, fastest first (Create checks)
   PolicyKind policy = PolicyKind::kLru;
   at::Device device = at::kCPU;  // the compute device: kCUDA on a GPU machine; kCPU emulates it
   // Sets k and v (the KV dtype, in host memory or on the compute device; on

@@ -11,6 +11,7 @@
 #include "common/units.h"
 #include "data/task.h"
 #include "engine/request.h"
+#include "engine/store_identity.h"
 #include "experiment/run_systems.h"
 #include "experiment/sweep.h"
 #include "model/model.h"
@@ -121,7 +122,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   AddImportanceFlags(cmd, &c->importance_window, &c->importance_pool);
   cmd->add_option("--policy", c->policy, "cache policy for every system (default: each system's own)")
       ->check(CLI::IsMember(PolicyNames()));
-  cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
+  cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember(KvDtypeNames()));
   cmd->add_option("--kv-codec", c->kv_codec,
                   "how the disk stores chunk parts (fp16: as they are; docs/store.md); a store keeps the "
                   "codec it was made with")

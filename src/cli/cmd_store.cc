@@ -12,6 +12,7 @@
 #include "engine/compaction.h"
 #include "engine/prefix_store.h"
 #include "engine/store_log.h"
+#include "engine/store_identity.h"
 #include "engine/store_repair.h"
 #include "model/model.h"
 #include "remote/remote_store.h"
@@ -221,7 +222,7 @@ void AddStoreCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--chunk", o->chunk, "repair with --model: tokens per chunk the store was written with")
       ->check(PositiveNumber());
   cmd->add_option("--kv-dtype", o->kv_dtype, "repair with --model: the stored KV dtype")
-      ->check(CLI::IsMember({"float16", "bfloat16", "float32"}));
+      ->check(CLI::IsMember(KvDtypeNames()));
   cmd->add_option("--kv-codec", o->kv_codec, "repair with --model: how the store encodes chunk parts")
       ->check(CLI::IsMember(KvCodecNames()));
   cmd->add_option("--probe-layout", o->probe_layout, "repair with --model: first or spread");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "common/named.h"
@@ -234,17 +235,40 @@ void DecodeInt4(const Int4Layout& l, const uint8_t* src, float* x) {
   }
 }
 
-// The codec one part is encoded with: k8v4's keys are int8, its values int4.
-KvCodec PartCodec(KvCodec codec, KvRole role) {
-  if (codec != KvCodec::kK8V4) return codec;
-  return role == KvRole::kKeys ? KvCodec::kInt8 : KvCodec::kInt4;
+// One row per KvCodec, in the enum's order: its name, the codec each role's
+// parts are encoded with (kNone, kInt8 and kInt4 have byte arithmetic of
+// their own; a mix names them), and the codec of the prefix's first chunk.
+struct CodecRow {
+  const char* name;
+  KvCodec keys, values;  // keys also for the probe-key copy
+  KvCodec first_chunk;   // the attention sinks: int8 where a role is int4
+};
+constexpr CodecRow kCodecs[] = {
+    {"fp16", KvCodec::kNone, KvCodec::kNone, KvCodec::kNone},
+    {"int8", KvCodec::kInt8, KvCodec::kInt8, KvCodec::kInt8},
+    {"int4", KvCodec::kInt4, KvCodec::kInt4, KvCodec::kInt8},
+    {"k8v4", KvCodec::kInt8, KvCodec::kInt4, KvCodec::kInt8},
+};
+
+const CodecRow& RowOf(KvCodec codec) {
+  const size_t i = static_cast<size_t>(codec);
+  return kCodecs[i < std::size(kCodecs) ? i : 0];
 }
 
 }  // namespace
 
 const std::vector<std::string>& KvCodecNames() {
-  static const std::vector<std::string> names = {"fp16", "int8", "int4", "k8v4"};  // KvCodec's order
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const CodecRow& r : kCodecs) n.push_back(r.name);
+    return n;
+  }();
   return names;
+}
+
+KvCodec PartCodec(KvCodec codec, KvRole role) {
+  const CodecRow& r = RowOf(codec);
+  return role == KvRole::kKeys ? r.keys : r.values;
 }
 
 StatusOr<KvCodec> ParseKvCodec(const std::string& name) {
@@ -255,15 +279,9 @@ StatusOr<KvCodec> ParseKvCodec(const std::string& name) {
   return Status::InvalidArgument("--kv-codec: unknown '" + name + "' (" + JoinNames(names) + ")");
 }
 
-const char* KvCodecName(KvCodec codec) {
-  const std::vector<std::string>& names = KvCodecNames();
-  const size_t i = static_cast<size_t>(codec);
-  return i < names.size() ? names[i].c_str() : names[0].c_str();
-}
+const char* KvCodecName(KvCodec codec) { return RowOf(codec).name; }
 
-KvCodec ChunkCodec(KvCodec codec, int64_t index) {
-  return (codec == KvCodec::kInt4 || codec == KvCodec::kK8V4) && index == 0 ? KvCodec::kInt8 : codec;
-}
+KvCodec ChunkCodec(KvCodec codec, int64_t index) { return index == 0 ? RowOf(codec).first_chunk : codec; }
 
 int Int4Group(int dim) { return dim % 32 == 0 ? 32 : dim; }
 

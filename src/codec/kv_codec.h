@@ -28,6 +28,8 @@
 
 namespace impress {
 
+// A codec's name, part codecs and first chunk's codec are its row in
+// kv_codec.cc's table, in this order.
 enum class KvCodec : uint8_t { kNone, kInt8, kInt4, kK8V4 };
 // Keys (and their probe copy) or values: int4 groups them differently.
 enum class KvRole : uint8_t { kKeys, kValues };
@@ -41,6 +43,9 @@ const std::vector<std::string>& KvCodecNames();
 // The codec of chunk `index` of a prefix stored with `codec`: the codecs
 // with int4 parts keep the first chunk (the attention sinks) at int8.
 KvCodec ChunkCodec(KvCodec codec, int64_t index);
+// The codec one role's part is encoded with: kNone, kInt8 or kInt4 (a mix
+// such as k8v4 names one per role).
+KvCodec PartCodec(KvCodec codec, KvRole role);
 
 // Values per int4 value group along dim: 32 when dim is a multiple of 32, else dim.
 int Int4Group(int dim);

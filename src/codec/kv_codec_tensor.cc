@@ -23,7 +23,7 @@ at::Tensor DecodePart(KvCodec codec, KvRole role, const at::Tensor& bytes, int64
 
 at::Tensor DecodePartOn(KvCodec codec, KvRole role, const at::Tensor& bytes, int64_t tokens, int64_t heads,
                         int64_t dim) {
-  if (codec == KvCodec::kK8V4) codec = role == KvRole::kKeys ? KvCodec::kInt8 : KvCodec::kInt4;
+  codec = PartCodec(codec, role);
   const int64_t n = tokens * heads * dim;
   const at::Tensor b = bytes.contiguous();
   // Half-precision parameters stored after the quantized values, as floats.

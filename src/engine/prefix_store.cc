@@ -11,6 +11,18 @@
 #include "store/env.h"
 
 namespace impress {
+namespace {
+
+// The cache levels sit above the backends: each level's tier is faster than
+// the disk's, the home backend's, which every other backend is below.
+Status CheckLevelsAboveDisk(const std::vector<CacheLevel>& levels) {
+  for (const CacheLevel& l : levels)
+    if (l.tier >= Tier::kDisk)
+      return Status::InvalidArgument(std::string("cache level '") + TierName(l.tier) + "' is not above the disk");
+  return Status::OK();
+}
+
+}  // namespace
 
 PrefixStore::PrefixStore(const Model& model, const PrefixStoreOptions& opt)
     : model_(model), opt_(opt), index_(opt.chunk_tokens, model.config().num_layers), load_stream_(model.device()) {}
@@ -19,6 +31,7 @@ PrefixStore::~PrefixStore() = default;
 
 StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, const PrefixStoreOptions& opt) {
   if (opt.chunk_tokens <= 0) return Status::InvalidArgument("--chunk must be positive");
+  RETURN_IF_ERROR(CheckLevelsAboveDisk(opt.tiers.levels));
   std::unique_ptr<PrefixStore> s(new PrefixStore(model, opt));
   ASSIGN_OR_RETURN(s->kv_type_, KvDtype(opt.kv_dtype));
   ASSIGN_OR_RETURN(const StoreIdentity id, StoreIdentityFor(model, opt));

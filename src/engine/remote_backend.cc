@@ -76,11 +76,8 @@ RemoteStore::Chunk RemoteBackend::Chunk(const std::shared_ptr<const std::vector<
   for (int64_t l = 0; l < geo_.layers; ++l) {
     const EncodedChunk& e = (*chunks)[static_cast<size_t>(l * n + i)];
     IMPRESS_CHECK(e.codec == codec);
-    ch.keys.push_back(e.bytes[0].data_ptr());
-    ch.values.push_back(e.bytes[1].data_ptr());
-    ch.probe.push_back(e.bytes[2].data_ptr());
+    ch.layers.push_back(EncodedChunk{e.chunk_id, e.layer, e.codec, e.bytes, {}});  // the bytes only: what is published
   }
-  ch.owner = chunks;
   return ch;
 }
 

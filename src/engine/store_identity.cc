@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cache/chunk_key.h"
+#include "common/named.h"
 #include "engine/prefix_store.h"
 #include "model/model.h"
 #include "select/probe_heads.h"
@@ -31,13 +32,27 @@ uint32_t WeightsChecksum(const std::string& dir) {
   return Crc32c(buf.data(), buf.size());
 }
 
+const std::vector<std::pair<std::string, at::ScalarType>>& KvDtypes() {
+  static const std::vector<std::pair<std::string, at::ScalarType>> types = {
+      {"float16", at::kHalf}, {"bfloat16", at::kBFloat16}, {"float32", at::kFloat}};
+  return types;
+}
+
 }  // namespace
 
+const std::vector<std::string>& KvDtypeNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& [name, type] : KvDtypes()) n.push_back(name);
+    return n;
+  }();
+  return names;
+}
+
 StatusOr<at::ScalarType> KvDtype(const std::string& s) {
-  if (s == "float16") return at::kHalf;
-  if (s == "bfloat16") return at::kBFloat16;
-  if (s == "float32") return at::kFloat;
-  return Status::InvalidArgument("--kv-dtype: unknown '" + s + "' (float16, bfloat16, float32)");
+  for (const auto& [name, type] : KvDtypes())
+    if (s == name) return type;
+  return Status::InvalidArgument("--kv-dtype: unknown '" + s + "' (" + JoinNames(KvDtypeNames()) + ")");
 }
 
 std::string StoreFingerprint(const Model& model, const std::string& kv_dtype, int chunk_tokens) {

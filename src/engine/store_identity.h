@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <c10/core/ScalarType.h>
 
@@ -17,6 +18,8 @@ struct PrefixStoreOptions;
 
 // "float16", "bfloat16" or "float32"; the error names the flag's choices.
 StatusOr<at::ScalarType> KvDtype(const std::string& name);
+// The names KvDtype takes (for the command line's checks), float16 first.
+const std::vector<std::string>& KvDtypeNames();
 // A store fingerprint: architecture, shapes, a checksum of the first MiB of
 // the weights (read through Env), KV dtype and chunk size.
 std::string StoreFingerprint(const Model& model, const std::string& kv_dtype, int chunk_tokens);

@@ -39,7 +39,8 @@ nlohmann::ordered_json RunResult::ToJson() const {
                     {"select_ms", x.select_ms}, {"reused_tokens", x.reused_tokens}, {"disk_bytes", x.disk_bytes},
                     {"remote_bytes", x.remote_bytes}, {"kv_chunks", x.kv_chunks},
                     {"recomputed_after_error", x.recomputed_after_error}, {"healed_chunks", x.healed_chunks}, {"pred", x.pred}, {"loglik", x.loglik}});
-  const TierCounts& b = bytes_read;
+  nlohmann::ordered_json by_tier;
+  for (Tier t : kTiers) by_tier[TierName(t)] = bytes_read[t];
   nlohmann::ordered_json j = {
       {"system", system}, {"requests", requests},
       {"ttft_ms", {{"mean", ttft_ms.mean}, {"p50", ttft_ms.p50}, {"p99", ttft_ms.p99}}},
@@ -49,7 +50,7 @@ nlohmann::ordered_json RunResult::ToJson() const {
       {"host_syncs_per_layer", {{"mean", host_syncs_per_layer.mean}, {"max", host_syncs_per_layer.max},
                                 {"fallback_layers", host_syncs_per_layer.fallback_layers},
                                 {"other_layers", host_syncs_per_layer.other_layers}}},
-      {"bytes_read", {{"gpu", b[Tier::kGpu]}, {"cpu", b[Tier::kCpu]}, {"disk", b[Tier::kDisk]}, {"remote", b[Tier::kRemote]}}},
+      {"bytes_read", by_tier},
       {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", chunks_read},
       {"remote_chunks_read", remote_chunks_read},
       {"kv_chunks_per_request", kv_chunks_per_request}, {"kv_hit_gpu", kv_hit_gpu}, {"chunk_loads", chunk_loads},

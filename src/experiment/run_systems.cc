@@ -17,6 +17,7 @@
 #include "engine/reorder_worker.h"
 #include "engine/request.h"
 #include "engine/stored_kv.h"
+#include "engine/store_identity.h"
 #include "experiment/system_run.h"
 #include "eval/scorer.h"
 #include "model/model.h"
@@ -189,8 +190,11 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
   SystemRun run;
   run.system = system.name;
   run.selection = SelectionCounters(layers);
-  ASSIGN_OR_RETURN(std::unique_ptr<PrefixStore> store, OpenSystemStore(m, o, system, remote, w, &run));
+  // The remote tally counts what this system's store did, its fill's writes
+  // included: taken before the fill, whose writes are asynchronous, and
+  // after the Flush below, never while a write is in flight.
   const RemoteTally remote_before = remote ? TallyOf(remote->counters()) : RemoteTally();
+  ASSIGN_OR_RETURN(std::unique_ptr<PrefixStore> store, OpenSystemStore(m, o, system, remote, w, &run));
   // IMPRESS's reordering: one pass ends the warm-up (finished before
   // measuring); reorder_every adds passes beside the measured requests.
   std::unique_ptr<ReorderWorker> reorderer;
@@ -263,7 +267,8 @@ StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig&
   RunResults result;
   result.config = o;
   result.device = m.device().is_cuda() ? "cuda" : "cpu";
-  result.kv_bytes_per_token = m.config().KvBytesPerToken(o.kv_dtype == "float32" ? 4 : 2);
+  ASSIGN_OR_RETURN(const at::ScalarType kv_type, KvDtype(o.kv_dtype));
+  result.kv_bytes_per_token = m.config().KvBytesPerToken(static_cast<int>(c10::elementSize(kv_type)));
   std::unique_ptr<RemoteStore> remote;
   if (!o.remote.empty()) {
     ASSIGN_OR_RETURN(remote, RemoteStore::Connect(RemoteOptions{o.remote, o.remote_bw}));

@@ -187,15 +187,13 @@ void RemoteStore::WriterLoop() {
 }
 
 void RemoteStore::WriteOne(const Chunk& chunk) {
-  const int layers = static_cast<int>(chunk.keys.size());
+  const int layers = static_cast<int>(chunk.layers.size());
   std::vector<SetOp> parts(3 * layers);
-  for (int l = 0; l < layers; ++l) {
-    const void* src[3] = {chunk.keys[l], chunk.values[l], chunk.probe[l]};
+  for (int l = 0; l < layers; ++l)
     for (int p = 0; p < 3; ++p) {
       parts[3 * l + p].key = PartKeyName(chunk.key, l, p);
-      parts[3 * l + p].value = Frame(src[p], chunk.geometry.PartBytes(p, chunk.codec));
+      parts[3 * l + p].value = Frame(chunk.layers[l].bytes[p].data_ptr(), chunk.geometry.PartBytes(p, chunk.codec));
     }
-  }
   connector_->Set(&parts);
   int64_t failed = 0;
   for (const SetOp& op : parts) {

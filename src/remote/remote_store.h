@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codec/encoded_chunk.h"
 #include "common/pacer.h"
 #include "common/status.h"
 #include "remote/connector.h"
@@ -90,15 +91,14 @@ class RemoteStore {
   // paced by opt.bytes_per_second. Each read's status says how it went.
   void ReadParts(const ChunkGeometry& g, std::vector<Read>* reads);
 
-  // A new chunk to publish: its parts per layer (encoded with `codec`, each
-  // geometry.PartBytes(part, codec) long), kept alive by `owner`.
+  // A new chunk to publish: one EncodedChunk per layer, whose `bytes` are
+  // its parts as stored (encoded with `codec`, each geometry.PartBytes(part, codec) long).
   struct Chunk {
     ChunkGeometry geometry;
     ContentKey key, parent;
     std::vector<int32_t> tokens;
     KvCodec codec = KvCodec::kNone;
-    std::vector<const void*> keys, values, probe;  // one per layer
-    std::shared_ptr<const void> owner;
+    std::vector<EncodedChunk> layers;
   };
   // Queues `chunks` for a background writer; returns at once.
   void WriteAsync(std::vector<Chunk> chunks);
