@@ -59,7 +59,7 @@ test: fixtures
 # regression are left to `make test` (under instrumentation they take long
 # and exercise no threads of ours), as are the tests that drive the
 # executable (the sanitized build makes only the test binary).
-SAN_SKIP := ModelVsTransformers|Tokenizer|Regression|fewshot|reuse_accuracy|accuracy_regression|cli_errors|reproduce_smoke|sweep_cli|store_full|store_damage|store_repair_crash|prefix_tokens|paired_test|selection_vs_reference|docs_check|remote_tier
+SAN_SKIP := ModelVsTransformers|Tokenizer|Regression|fewshot|reuse_accuracy|accuracy_regression|cli_errors|reproduce_smoke|sweep_cli|store_full|store_damage|store_repair_crash|prefix_tokens|paired_test|selection_vs_reference|docs_check|remote_tier|store_heal|provenance
 tsan: fixtures
 	cmake -S . -B $(BUILD)-tsan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$(PREFIX)" -DIMPRESS_SANITIZE=thread
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target impress_tests

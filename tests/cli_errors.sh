@@ -112,7 +112,7 @@ tasks=$("$bin" list tasks | paste -sd,)
 codecs=$("$bin" list codecs | paste -sd,)
 if [ "$systems" = "recomp,as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress" ] &&
    [ "$every" = "$systems,random,static" ] && [ "$figures" -eq 18 ] &&
-   [ "$tasks" = "piqa,rte,copa,openbookqa,retrieval" ] && [ "$codecs" = "fp16,int8,int4,k8v4" ]; then
+   [ "$tasks" = "piqa,rte,copa,openbookqa,retrieval" ] && [[ "$codecs" == fp16,int8,int4,k8v4* ]]; then  # stores record these; new codecs come after
   passed=$((passed + 1))
 else
   echo "FAIL name lists: systems '$systems', all '$every', $figures figures, tasks '$tasks', codecs '$codecs'"
