@@ -33,9 +33,18 @@ steps=("$@"); [ "${steps[*]}" = all ] && steps=("${all[@]}")
 [ "$("$build/impress" --version)" = "$(git rev-parse HEAD)" ] ||
   echo "results: warning: $build/impress is $("$build/impress" --version), the checkout $(git rev-parse HEAD) (rebuild)" >&2
 say() { echo "$*" >>"$out/commands.txt"; "$@"; }
+# NAME ON OFF CMD...: CMD with flag ON, then with flag OFF ("" for none), back
+# to back, into $out/NAME.json and .md with {} read as on, then off.
+pair() {
+  local name=$1 on=$2 off=$3 which; shift 3
+  for which in on off; do
+    local flag=${!which} f=$out/${name//\{\}/$which}
+    say "$@" ${flag:+"$flag"} --json "$f.json" | tee "$f.md"
+  done
+}
 for step in "${steps[@]}"; do
   out=results/remeasure/$step
-  mkdir -p "$out"; [ "$step" = speculate ] && mkdir -p "$out/tasks"
+  mkdir -p "$out"
   echo "# $(date -u +%FT%TZ) at $("$build/impress" --version)" >>"$out/commands.txt"
   echo "== $step ($(date -u +%H:%M))" >&2
   run=("$build/impress" run --model "$model" --task piqa --retention 0.25 --pool 16 --prefix-tokens 2048
@@ -84,36 +93,22 @@ for step in "${steps[@]}"; do
     retrieval)
       say bash scripts/retrieval_accuracy.sh "$build" "$out" 0.25 400 ;;
     readahead)
-      capped=(--warmup 16 --disk-bw 128M --h2d-bw 640M --system as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress)
-      say "${run[@]}" "${capped[@]}" --json "$out/piqa_prefetch_on_r025_disk128M.json" | tee "$out/piqa_prefetch_on_r025_disk128M.md"
-      say "${run[@]}" "${capped[@]}" --no-prefetch --json "$out/piqa_prefetch_off_r025_disk128M.json" |
-        tee "$out/piqa_prefetch_off_r025_disk128M.md" ;;
+      pair piqa_prefetch_{}_r025_disk128M "" --no-prefetch "${run[@]}" --warmup 16 --disk-bw 128M --h2d-bw 640M \
+        --system as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress ;;
     speculate)
       capped=(--disk-bw 128M --h2d-bw 640M)
-      for on in on off; do
-        flag=(); [ $on = on ] && flag=(--speculate)
-        say "${run[@]}" "${capped[@]}" --system h2o-lfu,impress-itf,impress-itf-ro,impress --warmup 16 "${flag[@]}" \
-          --json "$out/piqa_speculate_${on}_r025_disk128M.json" | tee "$out/piqa_speculate_${on}_r025_disk128M.md"
-      done
-      for on in on off; do
-        flag=(); [ $on = on ] && flag=(--speculate)
-        say "${run[@]}" "${capped[@]}" --system h2o-lfu,impress-itf,impress --warmup 128 "${flag[@]}" \
-          --json "$out/piqa_speculate_warm128_${on}_r025_disk128M.json" | tee "$out/piqa_speculate_warm128_${on}_r025_disk128M.md"
-      done
-      for on in on off; do
-        flag=(); [ $on = on ] && flag=(--speculate)
-        say "${run[@]}" --system h2o-lfu,impress-itf,impress-itf-ro,impress --warmup 16 "${flag[@]}" \
-          --json "$out/piqa_speculate_realdisk_${on}_r025.json" | tee "$out/piqa_speculate_realdisk_${on}_r025.md"
-      done
+      pair piqa_speculate_{}_r025_disk128M --speculate "" "${run[@]}" "${capped[@]}" \
+        --system h2o-lfu,impress-itf,impress-itf-ro,impress --warmup 16
+      pair piqa_speculate_warm128_{}_r025_disk128M --speculate "" "${run[@]}" "${capped[@]}" \
+        --system h2o-lfu,impress-itf,impress --warmup 128
+      pair piqa_speculate_realdisk_{}_r025 --speculate "" "${run[@]}" \
+        --system h2o-lfu,impress-itf,impress-itf-ro,impress --warmup 16
+      mkdir -p "$out/tasks"
       for task in piqa rte copa openbookqa; do  # reproduce's TTFT scale; COPA at 50% as the paper's runs
         r=0.25; [ $task = copa ] && r=0.5
-        for on in on off; do
-          flag=(); [ $on = on ] && flag=(--speculate)
-          say "$build/impress" run --model "$model" --system h2o-lfu,impress-itf,impress --store "$store/c64" \
-            --task $task --retention $r --pool 8 --prefix-tokens 1024 --requests 32 --warmup 8 --gpu-cache 16M \
-            --cpu-cache 32M --disk-bw 128M --h2d-bw 640M "${flag[@]}" --json "$out/tasks/${task}_speculate_${on}.json" |
-            tee "$out/tasks/${task}_speculate_${on}.md"
-        done
+        pair "tasks/${task}_speculate_{}" --speculate "" "$build/impress" run --model "$model" \
+          --system h2o-lfu,impress-itf,impress --store "$store/c64" --task $task --retention $r --pool 8 \
+          --prefix-tokens 1024 --requests 32 --warmup 8 --gpu-cache 16M --cpu-cache 32M --disk-bw 128M --h2d-bw 640M
       done
       (cd "$out/tasks" && python3 ../../../../scripts/compare_runs.py --control h2o-lfu \
         {piqa,rte,copa,openbookqa}_speculate_{on,off}.json >compare.md) ;;
