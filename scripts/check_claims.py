@@ -211,6 +211,9 @@ def check_claim(repo, env, template, source, expr, doc, start, body, where):
     found = find(body, template, fields)
     if found:
         return {i for m in found for g in range(1, len(fields) + 1) for i in range(*m.span(g))}, None
+    if template.strip() == FIELD.findall(template)[0]:  # a whole block (a table a script prints): its first line not there
+        missing = next((line for line in text.splitlines() if line.strip() and line not in body), text)
+        return set(), f"{doc}:{start}: lacks '{missing}' of what {source} gives ({where})"
     pieces = FIELD.split(template)
     pattern = words(pieces[0]) + "".join(r"[+-]?[\d.,]+" + words(piece) for piece in pieces[1:])
     near = re.search(pattern, body)
