@@ -79,7 +79,7 @@ def checkable_numbers(body):
     """(offset, text) of every number outside code, link targets and commit names."""
     masked = list(body)
     commit = r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b"  # a commit's name, not a number
-    for pattern in (r"```.*?```", r"`[^`\n]*`", r"\]\([^)\s]*\)", commit):
+    for pattern in (r"```.*?```", r"`[^`]*`", r"\]\([^)\s]*\)", commit):
         for m in re.finditer(pattern, body, re.S):
             for i in range(m.start(), m.end()):
                 masked[i] = " "
@@ -174,6 +174,7 @@ def helpers(repo):
     return {"result": result, "md_table": md_table, "row": row, "script_output": script_output,
             "line_starting": line_starting, "bench_us": bench_us, "said": said, "run_of": run_of,
             "load": lambda p: load(repo, p), "math": math,
+            "listdir": lambda p: sorted(os.listdir(os.path.join(repo, p))),
             "statistics": statistics, "re": re}
 
 
