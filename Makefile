@@ -114,7 +114,7 @@ reproduce: build model data
 	$(MAKE) figures
 
 figures:
-	$(PYTHON) scripts/plot.py results/figures
+	$(PYTHON) scripts/plot.py --impress $(BUILD)/impress results/figures
 
 # Re-measures the tables docs/results.md cites at this commit, into
 # results/remeasure/<step>/ (scripts/results.sh lists the steps; STEPS picks).

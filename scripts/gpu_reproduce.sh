@@ -52,7 +52,7 @@ limit "$budget" build-gpu/impress reproduce "${figures[@]}" --model "$model" --d
 grep -H "^Machine:" "$out"/figures/*.md  # each figure's machine, date and seconds
 
 step "plots and paper vs project"
-python3 scripts/plot.py "$out/figures" || echo "(no plots: matplotlib missing?)"
+python3 scripts/plot.py --impress build-gpu/impress "$out/figures" || echo "(no plots: matplotlib missing?)"
 python3 scripts/paper_vs_project.py "$out/figures" build-gpu/impress | tee "$out/summary.md"
 step done
 save

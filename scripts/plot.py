@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Draws each figure `impress reproduce` wrote as a PNG beside its JSON.
 
-Usage: scripts/plot.py [DIR or FILE.json ...]   (default: results/figures)
+Usage: scripts/plot.py [--impress BIN] [DIR or FILE.json ...]
+       (defaults: build/impress, results/figures)
 
-Every FILE.json becomes FILE.png. The JSON is the only input: its "rows" are
-the figure's table, read by "column_ids" (stable; "columns" are the labels a
-reader sees), "series" what a table cannot hold (per-layer arrays, the
-head-by-head Jaccard matrices).
+Every FILE.json becomes FILE.png, drawn as the figure registry says
+(`BIN list figures --json`: each figure's chart kind and the columns it
+reads). The JSON is the data: its "rows" are the figure's table, read by
+"column_ids" (stable; "columns" are the labels a reader sees), "series" what
+a table cannot hold (per-layer arrays, the head-by-head Jaccard matrices).
 """
 import json
 import os
+import subprocess
 import sys
 
 import matplotlib
@@ -179,45 +182,44 @@ def plot_codec(fig):
 
 
 def one_axis(draw):
-    def make(fig):
+    def make(fig, chart):
         f, ax = plt.subplots(figsize=(7, 3.4))
-        draw(ax, fig)
+        draw(ax, fig, chart)
         return f
     return make
 
 
-PLOTS = {
-    "io-share": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["io_share"], "I/O share of TTFT (as)")),
-    "head-jaccard": plot_head_jaccard,
-    "similarity-ratio": one_axis(lambda ax, fig: lines(
-        ax, fig, "selection_ratio", ["jaccard_all_heads", "jaccard_probe_heads", "jaccard_random", "jaccard_threshold"],
-        "Jaccard")),
-    "chunk-importance": plot_chunk_importance,
-    "fig15": plot_fig15,
-    "spi": plot_spi,
-    "fig16": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft_mean_ms", "mean TTFT ms")),
-    "fig17": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "io_mean_ms", "I/O time ms")),
-    "tail": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "system", "ttft_p99_ms", "p99 TTFT ms")),
-    "fig18": one_axis(lambda ax, fig: grouped_bars(ax, fig, "task", "step", "ttft_mean_ms", "mean TTFT ms")),
-    "fig19": plot_fig19,
-    "fig20": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["kv_chunks_impress_itf", "kv_chunks_impress_itf_ro"], "K/V chunks per request")),
-    "fig21": one_axis(lambda ax, fig: wide_bars(ax, fig, "task", ["kv_hit_gpu_lfu", "kv_hit_gpu_score"], "GPU hit rate")),
-    "fig22": plot_fig22,
-    "fig23": one_axis(lambda ax, fig: lines(ax, fig, "chunk_tokens", ["h2o_lfu_ttft_ms", "impress_ttft_ms"], "mean TTFT ms", logx=True)),
-    "fig24": one_axis(lambda ax, fig: lines(ax, fig, "pool_prefixes", ["h2o_lfu_ttft_ms", "impress_ttft_ms"], "mean TTFT ms", logx=True)),
-    "codec": plot_codec,
-    "fig25": one_axis(lambda ax, fig: grouped_bars(ax, fig, "model", "system", "ttft_mean_ms", "mean TTFT ms")),
+# The drawings a figure's chart kind names (`impress list figures --json`:
+# each figure's "chart"); the first three draw the chart's columns on one axis.
+KINDS = {
+    "grouped_bars": one_axis(lambda ax, fig, c: grouped_bars(ax, fig, *c["columns"], c["ylabel"])),
+    "wide_bars": one_axis(lambda ax, fig, c: wide_bars(ax, fig, c["columns"][0], c["columns"][1:], c["ylabel"])),
+    "lines": one_axis(lambda ax, fig, c: lines(ax, fig, c["columns"][0], c["columns"][1:], c["ylabel"], c["logx"])),
+    "head_jaccard_matrices": lambda fig, c: plot_head_jaccard(fig),
+    "chunk_share_histogram": lambda fig, c: plot_chunk_importance(fig),
+    "recall_and_accuracy_by_retention": lambda fig, c: plot_spi(fig),
+    "accuracy_by_retention": lambda fig, c: plot_fig15(fig),
+    "layer_load_ratios": lambda fig, c: plot_fig19(fig),
+    "alpha_sweep": lambda fig, c: plot_fig22(fig),
+    "codec_bytes_and_ttft": lambda fig, c: plot_codec(fig),
 }
 
 
-def plot(path):
+def charts(impress):
+    """Figure name -> its chart, from the registry."""
+    out = subprocess.run([impress, "list", "figures", "--json"], check=True, capture_output=True, text=True).stdout
+    return {f["name"]: f["chart"] for f in json.loads(out)["figures"]}
+
+
+def plot(path, known):
     with open(path) as f:
         fig = json.load(f)
-    draw = PLOTS.get(fig.get("name"))
+    chart = known.get(fig.get("name"))
+    draw = KINDS.get(chart["kind"]) if chart else None
     if draw is None:
-        print(f"{path}: no plot for figure '{fig.get('name')}'", file=sys.stderr)
+        print(f"{path}: no chart for figure '{fig.get('name')}'", file=sys.stderr)
         return False
-    figure = draw(fig)
+    figure = draw(fig, chart)
     figure.suptitle(f"{fig['name']}: {fig['title']}", fontsize=9)
     figure.tight_layout()
     out = os.path.splitext(path)[0] + ".png"
@@ -228,6 +230,9 @@ def plot(path):
 
 
 def main(args):
+    impress = "build/impress"
+    if args[:1] == ["--impress"]:
+        impress, args = args[1], args[2:]
     paths = []
     for a in args or ["results/figures"]:
         if os.path.isdir(a):
@@ -237,7 +242,8 @@ def main(args):
     if not paths:
         print("no figure JSON found: run `impress reproduce` first", file=sys.stderr)
         return 1
-    ok = all([plot(p) for p in paths])
+    known = charts(impress)
+    ok = all([plot(p, known) for p in paths])
     return 0 if ok else 1
 
 

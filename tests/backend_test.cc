@@ -196,11 +196,12 @@ TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndex
   auto shared = std::make_shared<MemoryChunks>();
   auto open = [&](const std::string& dir) {
     PrefixStoreOptions o = Options(dir);
-    o.tiers.levels = GpuCpuLevels(0, 0);  // every read goes to the backends
+    o.tiers = TiersOver(GpuCpuLevels(0, 0));  // every read goes to the backends
     o.env = &env;
-    o.backends.push_back([&](const BackendContext& ctx) -> StatusOr<std::unique_ptr<ChunkBackend>> {
+    auto make = [&](const BackendContext& ctx) -> StatusOr<std::unique_ptr<ChunkBackend>> {
       return std::unique_ptr<ChunkBackend>(new MemoryBackend(shared, ctx.geometry, &watch));
-    });
+    };
+    o.tiers.push_back(BackendTier(Tier::kRemote, make));
     auto s = PrefixStore::Open(*model_, o);
     EXPECT_TRUE(s.ok()) << s.status().message();
     watch.index.push_back(&PrefixStoreTestPeer::index(**s).mu());
@@ -291,9 +292,10 @@ TEST_P(BackendTest, LocalRequestsDoNotWaitOnAnotherRequestsLookup) {
   StalledLookups::Gate gate;
   TempDir dir;
   PrefixStoreOptions o = Options(dir.path());
-  o.backends.push_back([&](const BackendContext&) -> StatusOr<std::unique_ptr<ChunkBackend>> {
+  auto make = [&](const BackendContext&) -> StatusOr<std::unique_ptr<ChunkBackend>> {
     return std::unique_ptr<ChunkBackend>(new StalledLookups(&gate));
-  });
+  };
+  o.tiers.push_back(BackendTier(Tier::kRemote, make));
   auto store = PrefixStore::Open(*model_, o);
   ASSERT_TRUE(store.ok()) << store.status().message();
   const std::vector<int32_t> prefix = Tokens(64, 3);
@@ -333,6 +335,57 @@ TEST_P(BackendTest, LocalRequestsDoNotWaitOnAnotherRequestsLookup) {
   ASSERT_TRUE(finished) << "a local request waited on another request's lookup";
   const at::Tensor got = local.get();
   ASSERT_TRUE(got.defined());
+  EXPECT_TRUE(at::equal(got, want));
+}
+
+// A backend that names the wrong tier: the local disk's.
+class MisnamedBackend final : public ChunkBackend {
+ public:
+  Tier tier() const override { return Tier::kDisk; }
+  bool Holds(uint64_t, int) const override { return false; }
+  Status Read(std::vector<ChunkRead>*) override { return Status::NotFound("nothing here"); }
+};
+
+// The tier list is one list, fastest first: cache levels above the disk,
+// the disk once, backends below it; a backend must be what its entry names.
+TEST_P(BackendTest, TheTierListIsCheckedInOrder) {
+  const std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);
+  BackendFactory misnamed = [](const BackendContext&) -> StatusOr<std::unique_ptr<ChunkBackend>> {
+    return std::unique_ptr<ChunkBackend>(new MisnamedBackend);
+  };
+  const std::vector<std::pair<std::vector<StoreTier>, std::string>> refused = {
+      {{CacheTier(levels[0])}, "the tier list has no disk"},
+      {{DiskTier(), CacheTier(levels[1])}, "cache level 'cpu' is not above the disk"},
+      {{CacheTier(levels[0]), DiskTier(), DiskTier()}, "the tier list names the disk twice"},
+      {{BackendTier(Tier::kRemote, misnamed), DiskTier()}, "backend 'remote' is not below the disk"},
+      {{DiskTier(), BackendTier(Tier::kCpu, misnamed)}, "backend 'cpu' is not below the disk"},
+      {{DiskTier(), StoreTier{Tier::kRemote, std::nullopt, nullptr}},
+       "tier 'remote' is neither a cache level nor a backend"},
+      {{DiskTier(), BackendTier(Tier::kRemote, misnamed)}, "backend 'remote' reports tier 'disk'"},
+  };
+  for (const auto& [tiers, why] : refused) {
+    SCOPED_TRACE(why);
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.tiers = tiers;
+    auto store = PrefixStore::Open(*model_, o);
+    ASSERT_FALSE(store.ok());
+    EXPECT_EQ(store.status().message(), why);
+  }
+  TempDir dir;
+  PrefixStoreOptions o = Options(dir.path());
+  o.tiers = {DiskTier()};  // no cache level: every read goes to the disk
+  auto store = PrefixStore::Open(*model_, o);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  std::vector<int32_t> ctx = Tokens(64, 3);
+  for (int32_t t : Tokens(7, 40)) ctx.push_back(t);
+  RequestTrace first, second, third;
+  Run("as", store->get(), ctx, 64, &first);  // computes and stores the prefix's 4 chunks
+  const at::Tensor want = Run("as", store->get(), ctx, 64, &second);
+  const at::Tensor got = Run("as", store->get(), ctx, 64, &third);
+  EXPECT_EQ(second.reused_tokens, 64);
+  EXPECT_EQ(third.reused_tokens, 64);
+  ASSERT_TRUE(want.defined());
   EXPECT_TRUE(at::equal(got, want));
 }
 

@@ -59,8 +59,8 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
     o.chunk_tokens = kChunk;
     o.kv_dtype = codec == KvCodec::kNone ? "float32" : "float16";
     o.kv_codec = codec;
-    o.tiers.levels = GpuCpuLevels(3 * entry, 6 * entry);
-    o.tiers.policy = policy;
+    o.tiers = TiersOver(GpuCpuLevels(3 * entry, 6 * entry));
+    o.policy = policy;
     return o;
   }
   std::vector<int32_t> Tokens(int n, int seed) const {

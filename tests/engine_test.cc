@@ -41,7 +41,7 @@ class ReuseTest : public testing::ModelStoreTest {
     std::unique_ptr<RewindableKv> kv;
     PrefixStoreOptions o = Options(dir.path());
     o.kv_codec = codec;
-    o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
+    o.tiers = TiersOver(GpuCpuLevels(0, 0));  // every load reads the disk
     at::Tensor want;
     {
       auto store = PrefixStore::Open(*model_, o);
@@ -95,8 +95,8 @@ class ReuseTest : public testing::ModelStoreTest {
   at::Tensor OnStoredPrefix(const System& sys, RequestTrace* t, const RequestOptions& ro = {}) {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
-    o.tiers.levels = GpuCpuLevels(0, 0);
-    o.tiers.policy = store_policy_;
+    o.tiers = TiersOver(GpuCpuLevels(0, 0));
+    o.policy = store_policy_;
     auto store = PrefixStore::Open(*model_, o);
     EXPECT_TRUE(store.ok()) << store.status().message();
     std::vector<int32_t> prefix = Tokens(160, 4), ctx = prefix;
@@ -229,7 +229,7 @@ TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
     o.kv_codec = codec;
-    o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
+    o.tiers = TiersOver(GpuCpuLevels(0, 0));  // every load reads the disk
     auto store = PrefixStore::Open(*model_, o);
     ASSERT_TRUE(store.ok()) << store.status().message();
     std::unique_ptr<RewindableKv> kv;
@@ -256,8 +256,9 @@ TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
 TEST_P(ReuseTest, ACacheLevelNotAboveTheDiskIsRefused) {
   TempDir dir;
   PrefixStoreOptions o = Options(dir.path());
-  o.tiers.levels = GpuCpuLevels(0, 0);
-  o.tiers.levels[1].tier = Tier::kDisk;
+  std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);
+  levels[1].tier = Tier::kDisk;
+  o.tiers = TiersOver(levels);
   auto refused = PrefixStore::Open(*model_, o);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().message(), "cache level 'disk' is not above the disk");
@@ -277,7 +278,7 @@ TEST_P(ReuseTest, TheCpuTierHoldsEncodedChunks) {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
     o.kv_codec = codec;
-    o.tiers.levels = GpuCpuLevels(0, 0);
+    o.tiers = TiersOver(GpuCpuLevels(0, 0));
     ChunkGeometry g = (*PrefixStore::Open(*model_, o))->geometry();
     const int64_t encoded = EncodedPrefixBytes(g, codec);
     const int64_t decoded = layers * 4 * static_cast<int64_t>(2 * g.KvBytes());
@@ -288,7 +289,7 @@ TEST_P(ReuseTest, TheCpuTierHoldsEncodedChunks) {
       TempDir d2;
       PrefixStoreOptions c = o;
       c.dir = d2.path();
-      c.tiers.levels = GpuCpuLevels(gpu, encoded);
+      c.tiers = TiersOver(GpuCpuLevels(gpu, encoded));
       auto store = PrefixStore::Open(*model_, c);
       ASSERT_TRUE(store.ok()) << store.status().message();
       std::unique_ptr<RewindableKv> kv;
@@ -488,7 +489,7 @@ TEST_P(ReuseTest, SpreadProbesReadTheKvHeadsTheyUse) {
   auto run = [&](const System& sys, ProbeLayout store_layout, RequestTrace* t) -> StatusOr<at::Tensor> {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
-    o.tiers.levels = GpuCpuLevels(0, 0);  // every load reads the disk
+    o.tiers = TiersOver(GpuCpuLevels(0, 0));  // every load reads the disk
     o.probe_layout = store_layout;
     auto store = PrefixStore::Open(*model_, o);
     EXPECT_EQ((*store)->geometry().probe_kv_heads,

@@ -26,7 +26,7 @@ class ModelStoreTest : public ::testing::TestWithParam<std::string> {
     PrefixStoreOptions o;
     o.dir = dir;
     o.chunk_tokens = 16;
-    o.tiers.levels = GpuCpuLevels(64 << 10, 128 << 10);
+    o.tiers = TiersOver(GpuCpuLevels(64 << 10, 128 << 10));
     return o;
   }
   std::vector<int32_t> Tokens(int n, int seed) {

@@ -72,7 +72,7 @@ for n in ("fig19", "fig15"):
     j = json.load(open(os.path.join(sys.argv[1], n + ".json")))
     assert j["rows"] and "--probe-layout spread" in j["command"], n
 PY
-python3 "$plot" "$tmp/figs" >/dev/null
+python3 "$plot" --impress "$bin" "$tmp/figs" >/dev/null
 n=$(ls "$tmp/figs"/*.png | wc -l)
 [ "$n" -eq 18 ] || { echo "plot.py drew $n of 18 figures"; exit 1; }
 echo "reproduce_smoke: 18 figures written and drawn"

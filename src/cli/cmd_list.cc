@@ -56,7 +56,11 @@ ojson CodecsJson() {
 
 ojson FiguresJson() {
   ojson a = ojson::array();
-  for (const std::string& name : FigureRunner::Names()) a.push_back({{"name", name}});
+  for (const std::string& name : FigureRunner::Names()) {
+    const FigureChart& c = FigureRunner::ChartOf(name);
+    a.push_back({{"name", name},
+                 {"chart", {{"kind", c.kind}, {"columns", c.columns}, {"ylabel", c.ylabel}, {"logx", c.logx}}}});
+  }
   return a;
 }
 

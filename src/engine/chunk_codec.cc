@@ -17,6 +17,16 @@ at::Tensor OwnStorage(const at::Tensor& t) {
 
 }  // namespace
 
+void EncodeStoredChunks(const ChunkGeometry& g, at::ScalarType kv_type, const DenseKvCache& kv, int l, int64_t first,
+                        int64_t n, int64_t kv_offset, uint64_t first_id, std::vector<EncodedChunk>* out) {
+  const int64_t c = g.chunk_tokens;
+  // [Hkv, T, d] -> token-major [T, Hkv, d] in the stored dtype, on the host.
+  at::Tensor k = kv.keys(l).narrow(1, first * c - kv_offset, n * c).transpose(0, 1).to(at::kCPU, kv_type).contiguous();
+  at::Tensor v = kv.values(l).narrow(1, first * c - kv_offset, n * c).transpose(0, 1).to(at::kCPU, kv_type).contiguous();
+  at::Tensor p = k.narrow(1, 0, g.probe_kv_heads).contiguous();
+  EncodeForStore(g.codec, c, l, first_id, first, k, v, p, out);
+}
+
 ChunkKv CacheEntry(const EncodedChunk& e) {
   ChunkKv kv{OwnStorage(e.decoded[0]), OwnStorage(e.decoded[1])};
   if (e.codec != KvCodec::kNone) kv.enc = {e.bytes[0], e.bytes[1], e.codec};

@@ -1,6 +1,7 @@
 // A chunk's stored parts decoded on the way up (codec/kv_codec.h): the one
-// place the engine decodes (the way down is codec/encoded_chunk.h's
-// EncodeForStore). With KvCodec::kNone the parts pass through as they are.
+// place the engine decodes; and the way down from a model's KV to
+// codec/encoded_chunk.h's EncodeForStore.
+// With KvCodec::kNone the parts pass through as they are.
 #pragma once
 
 #include <array>
@@ -10,6 +11,7 @@
 
 #include "cache/tiered_cache.h"
 #include "codec/encoded_chunk.h"
+#include "model/kv_provider.h"
 #include "store/chunk_layout.h"
 
 namespace impress {
@@ -22,6 +24,13 @@ void DecodeChunkPart(const ChunkGeometry& g, int part, KvCodec codec, const uint
 // operations (DecodePartOn), on that device: bit-identical to DecodeChunkPart.
 at::Tensor DecodeChunkPartOn(const ChunkGeometry& g, int part, KvCodec codec, const at::Tensor& bytes,
                              at::ScalarType kv_type);
+
+// Chunks first..first+n-1 of layer `l` of `kv` (whose entry 0 is the token at
+// position `kv_offset`) as the store keeps them: token-major host copies in
+// `kv_type` (keys, values, the probe heads' keys) encoded with g.codec as ids
+// first_id.. (EncodeForStore), appended to `out`.
+void EncodeStoredChunks(const ChunkGeometry& g, at::ScalarType kv_type, const DenseKvCache& kv, int l, int64_t first,
+                        int64_t n, int64_t kv_offset, uint64_t first_id, std::vector<EncodedChunk>* out);
 
 // What the caches hold for a chunk just written: its decoded keys and values
 // in storage of their own (a view into a larger tensor is copied, a part

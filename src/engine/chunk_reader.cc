@@ -11,32 +11,9 @@
 
 namespace impress {
 
-ChunkReader::ChunkReader(const ChunkReaderOptions& opt, TieredCache* cache, std::vector<ChunkBackend*> backends,
+ChunkReader::ChunkReader(const ChunkReaderOptions& opt, TieredCache* cache, Backends* backends,
                          const LoadStream* stream)
-    : opt_(opt), cache_(cache), backends_(std::move(backends)), stream_(stream) {
-  IMPRESS_CHECK(!backends_.empty());
-}
-
-Status ChunkReader::ReadBackends(std::vector<ChunkRead>* reads, std::vector<Tier>* tiers) {
-  const size_t nb = backends_.size();
-  std::vector<std::vector<ChunkRead>> batch(nb);
-  std::vector<std::vector<size_t>> from(nb);  // batch[b][i] is reads[from[b][i]]
-  if (tiers != nullptr) tiers->resize(reads->size());
-  for (size_t j = 0; j < reads->size(); ++j) {
-    const ChunkRead& r = (*reads)[j];
-    size_t b = 0;
-    while (b + 1 < nb && !backends_[b]->Holds(r.chunk_id, r.layer)) ++b;
-    batch[b].push_back(r);
-    from[b].push_back(j);
-    if (tiers != nullptr) (*tiers)[j] = backends_[b]->tier();
-  }
-  for (size_t b = 0; b < nb; ++b) {
-    if (batch[b].empty()) continue;
-    RETURN_IF_ERROR(backends_[b]->Read(&batch[b]));
-    for (size_t i = 0; i < batch[b].size(); ++i) (*reads)[from[b][i]].codec = batch[b][i].codec;
-  }
-  return Status::OK();
-}
+    : opt_(opt), cache_(cache), backends_(backends), stream_(stream) {}
 
 // One (chunk, layer) the caches did not serve whole: the parts still to read
 // and the tensors they land in.
@@ -64,8 +41,7 @@ std::vector<ChunkReader::Pending> ChunkReader::ServeFromCache(const std::vector<
       int64_t served = 0;
       auto hit = cache_->Get(ChunkKey{chunks[i], layer}.packed(), &tier, &served);
       if (hit) {
-        p.k = hit->k;
-        p.v = hit->v;
+        static_cast<ChunkKv&>(p) = std::move(*hit);
         p.tier = tier;
         stats->hits[static_cast<int>(tier)]++;
         stats->bytes[static_cast<int>(tier)] += served;
@@ -155,7 +131,7 @@ void ChunkReader::OfferToCache(const std::vector<uint64_t>& chunks, int layer, c
   for (const Pending& r : pending) {
     const ChunkParts& p = out[r.index];
     if (!p.k.defined() || !p.v.defined()) continue;
-    ChunkKv kv{p.k, p.v, p.enc};
+    ChunkKv kv = p;  // the parts the cache holds: keys, values, their encoded bytes
     if (copied != nullptr) {
       kv.ready = copied;
       if (!encoded && (r.parts & kKeys) && (r.parts & kValues)) {
@@ -179,7 +155,7 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   if (pending.empty()) return Status::OK();
   std::vector<ChunkRead> reads = PlanReads(chunks, layer, &pending);
   std::vector<Tier> from;
-  RETURN_IF_ERROR(ReadBackends(&reads, &from));
+  RETURN_IF_ERROR(backends_->Read(&reads, &from));
   TierCounts bytes;
   spans->Open();  // what was read goes up
   TakeReads(reads, from, &pending, out, stats, &bytes);

@@ -14,7 +14,7 @@
 
 #include "cache/chunk_key.h"
 #include "cache/tiered_cache.h"
-#include "engine/chunk_backend.h"
+#include "engine/backends.h"
 #include "engine/load_stream.h"
 
 namespace impress {
@@ -34,11 +34,12 @@ struct LoadStats {
   }
 };
 
-// Parts of one (chunk, layer) as a selective load gathers them: [C, heads, d]
-// on the model's device; undefined until fetched.
-struct ChunkParts {
-  at::Tensor k, v, probe;
-  EncodedKv enc;            // the keys' and values' bytes as a backend with a codec served them
+// Parts of one (chunk, layer) as a selective load gathers them: the caches'
+// chunk type (keys and values [C, heads, d] on the model's device, and their
+// encoded bytes as a backend with a codec served them) with the probe keys
+// beside it; each part undefined until fetched.
+struct ChunkParts : ChunkKv {
+  at::Tensor probe;
   Tier tier = Tier::kDisk;  // where its keys and values came from
 };
 
@@ -51,9 +52,8 @@ struct ChunkReaderOptions {
 
 class ChunkReader {
  public:
-  // `backends`, in the order they are asked; all outlive the reader.
-  ChunkReader(const ChunkReaderOptions& opt, TieredCache* cache, std::vector<ChunkBackend*> backends,
-              const LoadStream* stream);
+  // `cache`, `backends` and `stream` outlive the reader.
+  ChunkReader(const ChunkReaderOptions& opt, TieredCache* cache, Backends* backends, const LoadStream* stream);
 
   // Makes the parts asked for chunks[i] (`parts[i]`, ChunkPart bits) present
   // in (*out)[i]: a cached chunk gives keys and values (and probe keys as a
@@ -78,10 +78,6 @@ class ChunkReader {
   // head's (engine/stack_chunks.h).
   at::Tensor StackChunks(const std::vector<at::Tensor>& parts, const at::Tensor& rows = {}, int64_t heads = 0,
                          int64_t room = 0) const;
-  // Reads `reads` from the backends: each from the first that holds it (the
-  // last takes what none holds, and reports it). `tiers`, when given, gets
-  // each read's tier.
-  Status ReadBackends(std::vector<ChunkRead>* reads, std::vector<Tier>* tiers);
 
   // On CUDA, takes `bytes` of pinned host memory in the sizes reads use and
   // gives it back, so that LibTorch's pinned pool holds it before anything
@@ -105,7 +101,7 @@ class ChunkReader {
 
   ChunkReaderOptions opt_;
   TieredCache* cache_;
-  std::vector<ChunkBackend*> backends_;
+  Backends* backends_;
   const LoadStream* stream_;
 };
 

@@ -96,6 +96,18 @@ std::vector<uint64_t> PrefixIndex::TakeFreeableLocked() {
   return now;
 }
 
+ReorderFootprint PrefixIndex::Footprint(int64_t chunk_bytes) const {
+  std::lock_guard<OwnedMutex> lock(mu_);
+  ReorderFootprint f;
+  for (RadixTree::Node* n : tree_.Nodes()) {
+    if (n->reordered)
+      for (const auto& o : n->reordered->order) f.mapping_bytes += static_cast<int64_t>(o.size() * sizeof(int32_t));
+    for (const auto& h : n->history) f.history_bytes += static_cast<int64_t>(h.size() * sizeof(float));
+    f.chunk_bytes += static_cast<int64_t>(n->chunks.size()) * layers_ * chunk_bytes;
+  }
+  return f;
+}
+
 at::Tensor ToTokenOrder(const PrefixLease& lease, int layer, const at::Tensor& stored) {
   if (!lease.reordered()) return stored;
   return stored.index_select(1, lease.slot_of[layer].to(stored.device()));

@@ -38,6 +38,15 @@ struct PrefixLease {
   bool reordered() const { return !slot_of.empty(); }
 };
 
+// Memory the reordering metadata takes: the mapping lists of installed
+// copies and the importance histories.
+struct ReorderFootprint {
+  int64_t mapping_bytes = 0;
+  int64_t history_bytes = 0;
+  int64_t score_bytes = 0;  // the score policy's per-chunk scores (0 under LRU and LFU)
+  int64_t chunk_bytes = 0;  // KV bytes of every original chunk, for scale
+};
+
 class PrefixIndex {
  public:
   PrefixIndex(int chunk_tokens, int layers) : tree_(chunk_tokens), layers_(layers) {}
@@ -66,6 +75,9 @@ class PrefixIndex {
   std::vector<uint64_t> TakeFreeableLocked();
   // Puts chunks (back) on the unfreed list. REQUIRES: mu() held.
   void AddUnfreedLocked(const std::vector<uint64_t>& ids) { unfreed_.insert(unfreed_.end(), ids.begin(), ids.end()); }
+  // The mapping and history bytes, and the KV bytes of every original chunk
+  // at `chunk_bytes` per (chunk, layer) (score_bytes left 0). Takes mu().
+  ReorderFootprint Footprint(int64_t chunk_bytes) const;
 
  private:
   mutable OwnedMutex mu_;

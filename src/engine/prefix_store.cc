@@ -11,19 +11,6 @@
 #include "store/env.h"
 
 namespace impress {
-namespace {
-
-// The cache levels sit above the backends: each level's tier is faster than
-// the disk's, the home backend's, which every other backend is below.
-Status CheckLevelsAboveDisk(const std::vector<CacheLevel>& levels) {
-  for (const CacheLevel& l : levels)
-    if (l.tier >= Tier::kDisk)
-      return Status::InvalidArgument(std::string("cache level '") + TierName(l.tier) + "' is not above the disk");
-  return Status::OK();
-}
-
-}  // namespace
-
 PrefixStore::PrefixStore(const Model& model, const PrefixStoreOptions& opt)
     : model_(model), opt_(opt), index_(opt.chunk_tokens, model.config().num_layers), load_stream_(model.device()) {}
 
@@ -31,7 +18,10 @@ PrefixStore::~PrefixStore() = default;
 
 StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, const PrefixStoreOptions& opt) {
   if (opt.chunk_tokens <= 0) return Status::InvalidArgument("--chunk must be positive");
-  RETURN_IF_ERROR(CheckLevelsAboveDisk(opt.tiers.levels));
+  TierOptions tiers;
+  tiers.levels.clear();
+  std::vector<const StoreTier*> below;
+  RETURN_IF_ERROR(SplitTiers(opt.tiers, &tiers.levels, &below));
   std::unique_ptr<PrefixStore> s(new PrefixStore(model, opt));
   ASSIGN_OR_RETURN(s->kv_type_, KvDtype(opt.kv_dtype));
   ASSIGN_OR_RETURN(const StoreIdentity id, StoreIdentityFor(model, opt));
@@ -47,15 +37,9 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   }
   std::vector<std::string> committed;
   ASSIGN_OR_RETURN(s->disk_, ChunkStore::Open(opt.dir, so, &committed));
-  s->home_ = std::make_unique<DiskBackend>(s->disk_.get());
-  std::vector<ChunkBackend*> order = {s->home_.get()};
-  for (const BackendFactory& make : opt.backends) {
-    ASSIGN_OR_RETURN(std::unique_ptr<ChunkBackend> b, make(BackendContext{s->geo_, so.fingerprint}));
-    order.push_back(b.get());
-    s->below_.push_back(std::move(b));
-  }
+  ASSIGN_OR_RETURN(s->backends_, Backends::Make(s->disk_.get(), below, BackendContext{s->geo_, so.fingerprint}));
   RETURN_IF_ERROR(s->Recover(committed, so.fingerprint));
-  TierOptions tiers = opt.tiers;
+  tiers.policy = opt.policy;
   tiers.device = model.device();
   if (s->geo_.codec != KvCodec::kNone) {  // host levels hold chunks as the disk does: encoded
     for (CacheLevel& level : tiers.levels) level.encoded = !level.on_device;
@@ -69,10 +53,9 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   PrefixIndex* index = &s->index_;
   s->cache_->SetPinned([index](uint64_t key) { return index->IsPinned(ChunkKey::Unpack(key).chunk); });
   s->reader_ = std::make_unique<ChunkReader>(ChunkReaderOptions{s->geo_, s->kv_type_, model.device(), model.dtype()},
-                                             s->cache_.get(), order, &s->load_stream_);
-  ChunkBackend* below = s->below_.empty() ? nullptr : s->below_.front().get();
-  s->reorderer_ = std::make_unique<Reorderer>(ReorderContext{&s->index_, s->disk_.get(), s->reader_.get(),
-                                                             s->cache_.get(), below, &s->commit_mu_, s->geo_, s->kv_type_});
+                                             s->cache_.get(), s->backends_.get(), &s->load_stream_);
+  s->reorderer_ = std::make_unique<Reorderer>(ReorderContext{&s->index_, s->disk_.get(), s->backends_.get(),
+                                                             s->cache_.get(), &s->commit_mu_, s->geo_, s->kv_type_});
   return s;
 }
 
@@ -89,21 +72,7 @@ Status PrefixStore::Recover(const std::vector<std::string>& committed, const std
   if (FreeUnreachable(tree, disk_.get(), &freed).ok() && freed.chunks_freed > 0)
     (void)disk_->RewriteLog(nullptr, nullptr);  // their records too; on failure the old log stands
   log_rewritten_at_ = disk_->LogBytes();
-  for (const auto& b : below_) {  // what the index holds, so that the backends can name it
-    for (RadixTree::Node* n : tree.Nodes()) {
-      PrefixPut known;
-      known.tokens = tree.PathTo(n);
-      known.ids = tree.MatchPrefix(known.tokens).chunks;
-      b->Known(known);
-      if (!n->reordered) continue;
-      bool on_disk = false;  // a copy this machine keeps below, not on its disk
-      for (uint64_t id : n->reordered->chunks) on_disk = on_disk || disk_->Has(id, 0);
-      if (on_disk) continue;
-      CopyPut copy;
-      copy.source = n->chunks, copy.order = &n->reordered->order, copy.copy_first = n->reordered->chunks.front();
-      b->KnownCopy(copy);
-    }
-  }
+  backends_->TellKnown(tree);  // what the index holds, so that the backends below can name it
   if (!opt_.stored_copies) {  // start in token order; the copies stay on disk for later sessions
     for (RadixTree::Node* n : tree.Nodes()) tree.SetReordered(n, nullptr);
     tree.TakeRetired();
@@ -140,7 +109,7 @@ int64_t PrefixStore::NewChunks(const std::vector<int32_t>& tokens) const {
 }
 
 PrefixLease PrefixStore::Acquire(const std::vector<int32_t>& prefix, int64_t max_tokens) {
-  if (!below_.empty()) {
+  if (backends_->has_below()) {
     // A failure to log the adoption leaves the index as it was: the request
     // computes what the backend had.
     const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(prefix.size()), max_tokens));
@@ -176,53 +145,42 @@ Status PrefixStore::Reorder(const ReorderOptions& opt, ReorderStats* stats) {
 }
 
 ReorderFootprint PrefixStore::Footprint() const {
-  std::lock_guard<OwnedMutex> lock(index_.mu());
-  ReorderFootprint f;
-  for (RadixTree::Node* n : index_.tree().Nodes()) {
-    if (n->reordered)
-      for (const auto& o : n->reordered->order) f.mapping_bytes += static_cast<int64_t>(o.size() * sizeof(int32_t));
-    for (const auto& h : n->history) f.history_bytes += static_cast<int64_t>(h.size() * sizeof(float));
-    f.chunk_bytes += static_cast<int64_t>(n->chunks.size()) * geo_.layers * chunk_kv_bytes();
-  }
+  ReorderFootprint f = index_.Footprint(chunk_kv_bytes());
   f.score_bytes = cache_->score_bytes();
   return f;
 }
 
 StatusOr<int64_t> PrefixStore::Discover(const std::vector<int32_t>& tokens) {
   const int64_t c = geo_.chunk_tokens;
-  for (const auto& b : below_) {
-    int64_t matched;
-    uint64_t parent = 0;
+  int64_t matched;
+  uint64_t parent = 0;
+  {
+    std::lock_guard<OwnedMutex> lock(index_.mu());
+    const RadixTree::Match m = index_.tree().MatchPrefix(tokens);
+    matched = static_cast<int64_t>(m.chunks.size());
+    if (matched > 0) parent = m.chunks.back();
+  }
+  if (matched >= static_cast<int64_t>(tokens.size()) / c) return int64_t{0};  // nothing past the local match
+  // The backends are asked with no lock held: requests and commits go on.
+  // Adopting takes the commit lock, which keeps the tree's logged shape as
+  // it was, and adopts nothing if a commit changed the match meanwhile.
+  auto adopt = [&](int64_t found) -> StatusOr<std::vector<uint64_t>> {
+    std::lock_guard<std::mutex> commit(commit_mu_);
+    const std::vector<int32_t> whole(tokens.begin(), tokens.begin() + (matched + found) * c);
+    uint64_t first;
     {
       std::lock_guard<OwnedMutex> lock(index_.mu());
-      const RadixTree::Match m = index_.tree().MatchPrefix(tokens);
-      matched = static_cast<int64_t>(m.chunks.size());
-      if (matched > 0) parent = m.chunks.back();
+      const RadixTree::Match now = index_.tree().MatchPrefix(tokens);
+      if (static_cast<int64_t>(now.chunks.size()) != matched || (matched > 0 && now.chunks.back() != parent))
+        return std::vector<uint64_t>{};
+      first = index_.tree().ReserveChunkIds(static_cast<size_t>(found));
     }
-    if (matched >= static_cast<int64_t>(tokens.size()) / c) return int64_t{0};  // nothing past the local match
-    // The backend is asked with no lock held: requests and commits go on.
-    // Adopting takes the commit lock, which keeps the tree's logged shape as
-    // it was, and adopts nothing if a commit changed the match meanwhile.
-    auto adopt = [&](int64_t found) -> StatusOr<std::vector<uint64_t>> {
-      std::lock_guard<std::mutex> commit(commit_mu_);
-      const std::vector<int32_t> whole(tokens.begin(), tokens.begin() + (matched + found) * c);
-      uint64_t first;
-      {
-        std::lock_guard<OwnedMutex> lock(index_.mu());
-        const RadixTree::Match now = index_.tree().MatchPrefix(tokens);
-        if (static_cast<int64_t>(now.chunks.size()) != matched || (matched > 0 && now.chunks.back() != parent))
-          return std::vector<uint64_t>{};
-        first = index_.tree().ReserveChunkIds(static_cast<size_t>(found));
-      }
-      RETURN_IF_ERROR(disk_->Commit({}, InsertRecord(whole, first)));  // the index's record; the data stays below
-      std::lock_guard<OwnedMutex> lock(index_.mu());
-      const std::vector<uint64_t> ids = index_.tree().Insert(whole, first);
-      return std::vector<uint64_t>(ids.begin() + matched, ids.end());
-    };
-    ASSIGN_OR_RETURN(const int64_t found, b->Discover(tokens, matched, parent, adopt));
-    if (found > 0) return found;
-  }
-  return int64_t{0};
+    RETURN_IF_ERROR(disk_->Commit({}, InsertRecord(whole, first)));  // the index's record; the data stays below
+    std::lock_guard<OwnedMutex> lock(index_.mu());
+    const std::vector<uint64_t> ids = index_.tree().Insert(whole, first);
+    return std::vector<uint64_t>(ids.begin() + matched, ids.end());
+  };
+  return backends_->Discover(tokens, matched, parent, adopt);
 }
 
 }  // namespace impress

@@ -3,7 +3,7 @@
 // some chunks in GPU and CPU memory, the chunk reader serves a layer's chunks
 // from the cache and then the backends, the local disk is the home backend
 // (it holds every chunk this machine computed and the index's log), and the
-// backends below it (PrefixStoreOptions::backends, such as the shared remote
+// backends below it (in PrefixStoreOptions::tiers, such as the shared remote
 // tier) take new chunks and may hold prefixes this machine never computed,
 // which the index adopts (Discover). The reorderer re-packs nodes by
 // importance (engine/reorderer.h).
@@ -32,6 +32,7 @@
 #include "cache/radix_tree.h"
 #include "cache/tiered_cache.h"
 #include "common/status.h"
+#include "engine/backends.h"
 #include "engine/chunk_backend.h"
 #include "engine/chunk_codec.h"
 #include "engine/chunk_reader.h"
@@ -39,6 +40,7 @@
 #include "engine/prefix_index.h"
 #include "engine/reorderer.h"
 #include "engine/store_identity.h"
+#include "engine/store_tiers.h"
 #include "model/kv_provider.h"
 #include "select/probe_heads.h"
 #include "store/chunk_store.h"
@@ -58,25 +60,17 @@ struct PrefixStoreOptions {
   KvCodec kv_codec = KvCodec::kNone;
   int probe_heads = 3;              // query heads whose KV heads' keys get a second, contiguous copy
   ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads (select/probe_heads.h)
-  TierOptions tiers;
+  // The tiers, fastest first (engine/store_tiers.h): the cache levels, the
+  // disk, the backends below it (such as the shared remote tier:
+  // RemoteBackendFactory), made when the store opens.
+  std::vector<StoreTier> tiers = TiersOver(GpuCpuLevels(0, 0));
+  PolicyKind policy = PolicyKind::kLru;  // the cache levels' (policy/placement.h)
   double disk_bytes_per_second = 0; // cap on disk reads (0: none)
   Env* env = nullptr;               // the chunk store's file operations (Env::Default() when null)
   int io_threads = 8;
-  // The backends below the disk, in the order reads ask them (the shared
-  // remote tier: RemoteBackendFactory), made when the store opens.
-  std::vector<BackendFactory> backends;
   // Serve the reordered copies an earlier session committed; false starts
   // every node in token order (copies made after opening are still served).
   bool stored_copies = true;
-};
-
-// Memory the reordering metadata takes: the mapping lists of installed
-// copies and the importance histories.
-struct ReorderFootprint {
-  int64_t mapping_bytes = 0;
-  int64_t history_bytes = 0;
-  int64_t score_bytes = 0;  // the score policy's per-chunk scores (0 under LRU and LFU)
-  int64_t chunk_bytes = 0;  // KV bytes of every original chunk, for scale
 };
 
 // What one Heal wrote back and dropped.
@@ -166,9 +160,6 @@ class PrefixStore {
   Status Recover(const std::vector<std::string>& committed, const std::string& fingerprint);
   // Drops from the caches what the index retired. REQUIRES: index mutex held.
   void ForgetRetiredLocked();
-  // Token-major host copies [n*C, heads, d] of `kv`'s keys, values and probe
-  // keys of layer `l` for chunks first..first+n-1 (entry 0 of kv at kv_offset).
-  std::array<at::Tensor, 3> HostChunks(const DenseKvCache& kv, int l, int64_t first, int64_t n, int64_t kv_offset) const;
   // Insert's step after its commit: the new chunks into the caches (and to the score policy).
   void CacheInserted(const std::vector<EncodedChunk>& chunks, const std::vector<uint64_t>& added);
 
@@ -183,8 +174,7 @@ class PrefixStore {
   std::atomic<uint64_t> log_rewritten_at_{0};  // the log's size after its last rewrite or at open
   std::unique_ptr<Env> paced_env_;  // opt.disk_bytes_per_second's wrapper, when set; outlives disk_
   std::unique_ptr<ChunkStore> disk_;
-  std::unique_ptr<DiskBackend> home_;
-  std::vector<std::unique_ptr<ChunkBackend>> below_;
+  std::unique_ptr<Backends> backends_;  // the disk, then those below it
   std::unique_ptr<TieredCache> cache_;
   LoadStream load_stream_;
   std::unique_ptr<ChunkReader> reader_;

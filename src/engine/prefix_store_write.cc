@@ -1,5 +1,5 @@
 // PrefixStore's writes: a prefix's new chunks (Insert) and the chunks a
-// failed read lost (Heal), each encoded once (EncodeForStore) and committed.
+// failed read lost (Heal), each encoded once (EncodeStoredChunks) and committed.
 #include "engine/prefix_store.h"
 
 #include <ATen/ATen.h>
@@ -9,16 +9,6 @@
 #include "engine/store_log.h"
 
 namespace impress {
-
-std::array<at::Tensor, 3> PrefixStore::HostChunks(const DenseKvCache& kv, int l, int64_t first, int64_t n,
-                                                  int64_t kv_offset) const {
-  const int64_t c = geo_.chunk_tokens;
-  // [Hkv, T, d] -> token-major [T, Hkv, d] in the stored dtype, on the host.
-  at::Tensor k = kv.keys(l).narrow(1, first * c - kv_offset, n * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
-  at::Tensor v = kv.values(l).narrow(1, first * c - kv_offset, n * c).transpose(0, 1).to(at::kCPU, kv_type_).contiguous();
-  at::Tensor p = k.narrow(1, 0, geo_.probe_kv_heads).contiguous();
-  return {k, v, p};
-}
 
 StatusOr<HealStats> PrefixStore::Heal(const std::vector<int32_t>& tokens, const DenseKvCache& kv) {
   const int64_t c = geo_.chunk_tokens;
@@ -31,21 +21,12 @@ StatusOr<HealStats> PrefixStore::Heal(const std::vector<int32_t>& tokens, const 
     for (RadixTree::Node* node : match.path)
       if (node->reordered) copies.push_back({node, node->reordered});
   }
-  std::vector<ChunkBackend*> all = {home_.get()};
-  for (const auto& b : below_) all.push_back(b.get());
   // A reordered copy that failed a read anywhere is dropped: requests read
   // the node's own chunks, healed below when they failed too. The backends
   // are asked without the index's mutex.
   std::vector<RadixTree::Node*> drop;
-  for (const auto& [node, copy] : copies) {
-    bool failed = false;
-    for (ChunkBackend* b : all) {
-      const std::vector<uint64_t> lost = b->Lost(copy->chunks);
-      b->ForgetLost(lost);
-      failed = failed || !lost.empty();
-    }
-    if (failed) drop.push_back(node);
-  }
+  for (const auto& [node, copy] : copies)
+    if (backends_->FailedAnywhere(copy->chunks)) drop.push_back(node);
   HealStats stats;
   stats.copies_dropped = static_cast<int64_t>(drop.size());
   if (!drop.empty()) {
@@ -58,21 +39,17 @@ StatusOr<HealStats> PrefixStore::Heal(const std::vector<int32_t>& tokens, const 
   std::vector<uint64_t> held;
   for (size_t i = 0; i < match.chunks.size() && static_cast<int64_t>(i + 1) * c <= kv.size(); ++i)
     held.push_back(match.chunks[i]);
-  std::set<uint64_t> lost;
-  for (ChunkBackend* b : all)
-    for (uint64_t id : b->Lost(held))
-      if (b == home_.get() || !disk_->Has(id, 0)) lost.insert(id);
+  const std::set<uint64_t> lost = backends_->ToKeepHome(held);
   if (lost.empty()) return stats;
   std::vector<EncodedChunk> w;
   for (int l = 0; l < geo_.layers; ++l)
     for (size_t i = 0; i < held.size(); ++i) {
       if (!lost.count(held[i])) continue;
-      auto [k, v, p] = HostChunks(kv, l, static_cast<int64_t>(i), 1, 0);
-      EncodeForStore(geo_.codec, c, l, held[i], static_cast<int64_t>(i), k, v, p, &w);
+      EncodeStoredChunks(geo_, kv_type_, kv, l, static_cast<int64_t>(i), 1, 0, held[i], &w);
     }
   RETURN_IF_ERROR(disk_->Replace(w, FillRecord(), nullptr));
   const std::vector<uint64_t> ids(lost.begin(), lost.end());
-  for (ChunkBackend* b : all) b->ForgetLost(ids);
+  backends_->ForgetLost(ids);
   stats.chunks_written = static_cast<int64_t>(ids.size());
   return stats;
 }
@@ -93,10 +70,7 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
     IMPRESS_CHECK(kv_offset <= matched * c && kv_offset + kv.size() >= total * c);
     const int64_t n = total - matched;
     std::vector<EncodedChunk> w;  // (layer, chunk); ids 0.. until the commit lock reserves them
-    for (int l = 0; l < geo_.layers; ++l) {
-      auto [k, v, p] = HostChunks(kv, l, matched, n, kv_offset);
-      EncodeForStore(geo_.codec, c, l, 0, matched, k, v, p, &w);
-    }
+    for (int l = 0; l < geo_.layers; ++l) EncodeStoredChunks(geo_, kv_type_, kv, l, matched, n, kv_offset, 0, &w);
     std::vector<int32_t> whole(tokens.begin(), tokens.begin() + total * c);
     std::vector<uint64_t> ids;
     {
@@ -115,10 +89,10 @@ StatusOr<int64_t> PrefixStore::Insert(const std::vector<int32_t>& tokens, const 
     }
     auto chunks = std::make_shared<const std::vector<EncodedChunk>>(std::move(w));
     CacheInserted(*chunks, std::vector<uint64_t>(ids.begin() + matched, ids.end()));
-    if (!below_.empty()) {
+    if (backends_->has_below()) {
       PrefixPut put;
       put.tokens = std::move(whole), put.ids = ids, put.first = static_cast<size_t>(matched), put.chunks = chunks;
-      for (const auto& b : below_) b->Put(put, nullptr);
+      backends_->PutBelow(put);
     }
     return n;
   }

@@ -83,7 +83,7 @@ StatusOr<bool> Reorderer::Repack(const Candidate& cand, const std::vector<std::v
       uint8_t* vd = encoded ? raw[i][1].data_ptr<uint8_t>() : static_cast<uint8_t*>(v.data_ptr()) + i * kb;
       reads.push_back({cand.source[i], l, kKeys | kValues, kd, vd, nullptr});
     }
-    const Status read = ctx_.reader->ReadBackends(&reads, nullptr);
+    const Status read = ctx_.backends->Read(&reads, nullptr);
     if (read.IsNotFound()) {  // a chunk gone from a backend below: the node stays as it is
       stats->housekeeping_failures++;
       return false;
@@ -118,7 +118,8 @@ StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& p
                                            ReorderStats* stats) {
   const ChunkGeometry& g = ctx_.geometry;
   const int64_t n = static_cast<int64_t>(cand.source.size());
-  bool on_disk = ctx_.below == nullptr;
+  ChunkBackend* below = ctx_.backends->first_below();
+  bool on_disk = below == nullptr;
   for (uint64_t id : cand.source) on_disk = on_disk || ctx_.disk->Has(id, 0);
   if (!on_disk) {
     // A node this machine reads from below keeps its copy there too: the
@@ -126,7 +127,7 @@ StatusOr<bool> Reorderer::CommitAndInstall(const Candidate& cand, ReorderPlan& p
     CopyPut put;
     put.source = cand.source, put.order = &plan.order, put.copy_first = first, put.chunks = chunks;
     Status written;
-    ctx_.below->PutCopy(std::move(put), [&](const Status& s) { written = s; });
+    below->PutCopy(std::move(put), [&](const Status& s) { written = s; });
     if (!written.ok()) {
       stats->housekeeping_failures++;
       return false;

@@ -16,6 +16,7 @@
 #include "cache/tiered_cache.h"
 #include "common/status.h"
 #include "engine/chunk_backend.h"
+#include "engine/backends.h"
 #include "engine/chunk_reader.h"
 #include "engine/prefix_index.h"
 #include "store/chunk_store.h"
@@ -67,9 +68,8 @@ ReorderPlan PlanReorder(const std::vector<std::vector<float>>& history, int64_t 
 struct ReorderContext {
   PrefixIndex* index;
   ChunkStore* disk;         // the home backend: the copy's chunks and its record
-  ChunkReader* reader;      // reads the node's chunks from the backends
+  Backends* backends;       // read the node's chunks; the first below the disk takes a copy kept there
   TieredCache* cache;
-  ChunkBackend* below;      // the first backend below the disk, or null
   std::mutex* commit_mu;    // orders log records and tree changes
   ChunkGeometry geometry;
   at::ScalarType kv_type;

@@ -27,26 +27,47 @@ FigureRunner::FigureRunner(std::vector<FigureModel> models, FigureScale scale, s
 // The figure registry: each name once, with what makes it, in `all`'s order.
 const std::vector<FigureRunner::Entry>& FigureRunner::Registry() {
   static const std::vector<Entry> entries = {
-      {"io-share", [](FigureRunner& r) { return r.TtftFigure("io-share"); }},
-      {"head-jaccard", [](FigureRunner& r) { return r.Motivation("head-jaccard"); }},
-      {"similarity-ratio", [](FigureRunner& r) { return r.Motivation("similarity-ratio"); }},
-      {"chunk-importance", [](FigureRunner& r) { return r.Motivation("chunk-importance"); }},
-      {"spi", [](FigureRunner& r) { return r.Spi(); }},
-      {"fig15", [](FigureRunner& r) { return r.Fig15(); }},
-      {"fig16", [](FigureRunner& r) { return r.TtftFigure("fig16"); }},
-      {"fig17", [](FigureRunner& r) { return r.TtftFigure("fig17"); }},
-      {"tail", [](FigureRunner& r) { return r.TtftFigure("tail"); }},
-      {"fig18", [](FigureRunner& r) { return r.Fig18(); }},
-      {"fig19", [](FigureRunner& r) { return r.Fig19(); }},
-      {"fig20", [](FigureRunner& r) { return r.Fig20(); }},
-      {"fig21", [](FigureRunner& r) { return r.Fig21(); }},
-      {"fig22", [](FigureRunner& r) { return r.Fig22(); }},
-      {"fig23", [](FigureRunner& r) { return r.Fig23(); }},
-      {"fig24", [](FigureRunner& r) { return r.Fig24(); }},
-      {"fig25", [](FigureRunner& r) { return r.Fig25(); }},
-      {"codec", [](FigureRunner& r) { return r.Codec(); }},
+      {"io-share", [](FigureRunner& r) { return r.TtftFigure("io-share"); },
+       {"wide_bars", {"task", "io_share"}, "I/O share of TTFT (as)"}},
+      {"head-jaccard", [](FigureRunner& r) { return r.Motivation("head-jaccard"); }, {"head_jaccard_matrices"}},
+      {"similarity-ratio", [](FigureRunner& r) { return r.Motivation("similarity-ratio"); },
+       {"lines",
+        {"selection_ratio", "jaccard_all_heads", "jaccard_probe_heads", "jaccard_random", "jaccard_threshold"},
+        "Jaccard"}},
+      {"chunk-importance", [](FigureRunner& r) { return r.Motivation("chunk-importance"); },
+       {"chunk_share_histogram"}},
+      {"spi", [](FigureRunner& r) { return r.Spi(); }, {"recall_and_accuracy_by_retention"}},
+      {"fig15", [](FigureRunner& r) { return r.Fig15(); }, {"accuracy_by_retention"}},
+      {"fig16", [](FigureRunner& r) { return r.TtftFigure("fig16"); },
+       {"grouped_bars", {"task", "system", "ttft_mean_ms"}, "mean TTFT ms"}},
+      {"fig17", [](FigureRunner& r) { return r.TtftFigure("fig17"); },
+       {"grouped_bars", {"task", "system", "io_mean_ms"}, "I/O time ms"}},
+      {"tail", [](FigureRunner& r) { return r.TtftFigure("tail"); },
+       {"grouped_bars", {"task", "system", "ttft_p99_ms"}, "p99 TTFT ms"}},
+      {"fig18", [](FigureRunner& r) { return r.Fig18(); },
+       {"grouped_bars", {"task", "step", "ttft_mean_ms"}, "mean TTFT ms"}},
+      {"fig19", [](FigureRunner& r) { return r.Fig19(); }, {"layer_load_ratios"}},
+      {"fig20", [](FigureRunner& r) { return r.Fig20(); },
+       {"wide_bars", {"task", "kv_chunks_impress_itf", "kv_chunks_impress_itf_ro"}, "K/V chunks per request"}},
+      {"fig21", [](FigureRunner& r) { return r.Fig21(); },
+       {"wide_bars", {"task", "kv_hit_gpu_lfu", "kv_hit_gpu_score"}, "GPU hit rate"}},
+      {"fig22", [](FigureRunner& r) { return r.Fig22(); }, {"alpha_sweep"}},
+      {"fig23", [](FigureRunner& r) { return r.Fig23(); },
+       {"lines", {"chunk_tokens", "h2o_lfu_ttft_ms", "impress_ttft_ms"}, "mean TTFT ms", true}},
+      {"fig24", [](FigureRunner& r) { return r.Fig24(); },
+       {"lines", {"pool_prefixes", "h2o_lfu_ttft_ms", "impress_ttft_ms"}, "mean TTFT ms", true}},
+      {"fig25", [](FigureRunner& r) { return r.Fig25(); },
+       {"grouped_bars", {"model", "system", "ttft_mean_ms"}, "mean TTFT ms"}},
+      {"codec", [](FigureRunner& r) { return r.Codec(); }, {"codec_bytes_and_ttft"}},
   };
   return entries;
+}
+
+const FigureChart& FigureRunner::ChartOf(const std::string& name) {
+  for (const Entry& e : Registry())
+    if (e.name == name) return e.chart;
+  IMPRESS_CHECK(false && "an unregistered figure");
+  return Registry().front().chart;
 }
 
 const std::vector<std::string>& FigureRunner::Names() {

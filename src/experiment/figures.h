@@ -83,6 +83,19 @@ struct Figure {
   nlohmann::ordered_json notes = nlohmann::ordered_json::array();    // how to read it at this scale
 };
 
+// How scripts/plot.py draws a figure from its JSON: a chart kind and the
+// column ids it reads. Kinds on one axis: "grouped_bars" (group, series,
+// value: a group per distinct group cell, a bar per series cell),
+// "wide_bars" (group, then the value columns side by side), "lines" (x, then
+// the y columns). Any other kind is one of plot.py's own drawings, named for
+// what it draws, which reads the columns and series it needs itself.
+struct FigureChart {
+  std::string kind;
+  std::vector<std::string> columns;
+  std::string ylabel;
+  bool logx = false;  // lines: x on a log2 axis
+};
+
 // Runs the experiments figures share once per configuration.
 class FigureRunner {
  public:
@@ -91,16 +104,19 @@ class FigureRunner {
 
   // Figure names, in the order `all` runs them (the registry's order).
   static const std::vector<std::string>& Names();
+  // How figure `name` is drawn. REQUIRES: a registered name.
+  static const FigureChart& ChartOf(const std::string& name);
   // One figure; errors: an unknown name, or what its experiments return.
   StatusOr<Figure> Make(const std::string& name);
 
   const FigureScale& scale() const { return scale_; }
 
  private:
-  // One registered figure: its name and what makes it.
+  // One registered figure: its name, what makes it and how it is drawn.
   struct Entry {
     std::string name;
     std::function<StatusOr<Figure>(FigureRunner&)> make;
+    FigureChart chart;
   };
   static const std::vector<Entry>& Registry();
   // The store folder of `c` on model `m`: one per model, KV dtype, chunk size, probe layout and codec.

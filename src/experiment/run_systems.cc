@@ -167,12 +167,12 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   so.chunk_tokens = o.chunk;
   so.kv_dtype = o.kv_dtype;
   ASSIGN_OR_RETURN(so.kv_codec, ParseKvCodec(o.kv_codec));
-  so.tiers.levels = GpuCpuLevels(o.gpu_cache, o.cpu_cache, o.h2d_bw);
-  so.tiers.policy = system.policy;
+  so.tiers = TiersOver(GpuCpuLevels(o.gpu_cache, o.cpu_cache, o.h2d_bw));
+  so.policy = system.policy;
   so.disk_bytes_per_second = o.disk_bw;
   so.probe_layout = system.select.probe_layout;
   so.stored_copies = false;  // every system starts from the pool in token order
-  if (remote != nullptr) so.backends.push_back(RemoteBackendFactory(remote));
+  if (remote != nullptr) so.tiers.push_back(BackendTier(Tier::kRemote, RemoteBackendFactory(remote)));
   run->policy = PolicyName(system.policy);
   run->fill.emplace();
   const int64_t refused = remote != nullptr ? remote->counters().codec_mismatches.load() : 0;
