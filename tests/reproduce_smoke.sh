@@ -31,6 +31,7 @@ for n in names:
     rows = list(csv.reader(open(os.path.join(d, n + ".csv"))))
     assert rows[0] == j["columns"] and len(rows) == len(j["rows"]) + 1, n
     assert j["command"] in open(os.path.join(d, n + ".md")).read(), n
+    assert isinstance(j["headline"], str) and (j["headline"] or n == "codec"), n  # the registry's headline
 f15 = json.load(open(os.path.join(d, "fig15.json")))
 assert len(f15["rows"]) == 3 * 2, "fig15: one row per task and retention"
 assert {r[0] for r in f15["rows"]} == {"piqa", "copa", "retrieval"}, "fig15: retrieval beside the four tasks"

@@ -175,7 +175,7 @@ Status WriteFigure(const ReproduceOptions& o, const std::string& name, const Fig
   (*provenance)["machine"] = Machine(cuda);  // its date is this figure's
   const nlohmann::ordered_json& machine = (*provenance)["machine"];
   nlohmann::ordered_json j = {{"provenance", *provenance}, {"name", fig.name}, {"title", fig.title}, {"paper", fig.paper},
-                              {"command", command}, {"scale", ScaleJson(o.scale)}, {"machine", machine},
+                              {"headline", fig.headline}, {"command", command}, {"scale", ScaleJson(o.scale)}, {"machine", machine},
                               {"seconds", secs},
                               {"models", o.models}, {"columns", fig.labels()}, {"column_ids", fig.ids()}, {"rows", fig.rows},
                               {"series", fig.series}, {"notes", fig.notes}};

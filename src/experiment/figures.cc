@@ -1,6 +1,8 @@
 // The figure runner: its registry, base configurations and the memo of runs and evals.
 #include "experiment/figures.h"
 
+#include "experiment/figure_headline.h"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -28,37 +30,39 @@ FigureRunner::FigureRunner(std::vector<FigureModel> models, FigureScale scale, s
 const std::vector<FigureRunner::Entry>& FigureRunner::Registry() {
   static const std::vector<Entry> entries = {
       {"io-share", [](FigureRunner& r) { return r.TtftFigure("io-share"); },
-       {"wide_bars", {"task", "io_share"}, "I/O share of TTFT (as)"}},
-      {"head-jaccard", [](FigureRunner& r) { return r.Motivation("head-jaccard"); }, {"head_jaccard_matrices"}},
+       {"wide_bars", {"task", "io_share"}, "I/O share of TTFT (as)"}, IoShareHeadline},
+      {"head-jaccard", [](FigureRunner& r) { return r.Motivation("head-jaccard"); }, {"head_jaccard_matrices"},
+       HeadJaccardHeadline},
       {"similarity-ratio", [](FigureRunner& r) { return r.Motivation("similarity-ratio"); },
        {"lines",
         {"selection_ratio", "jaccard_all_heads", "jaccard_probe_heads", "jaccard_random", "jaccard_threshold"},
-        "Jaccard"}},
+        "Jaccard"}, SimilarityRatioHeadline},
       {"chunk-importance", [](FigureRunner& r) { return r.Motivation("chunk-importance"); },
-       {"chunk_share_histogram"}},
-      {"spi", [](FigureRunner& r) { return r.Spi(); }, {"recall_and_accuracy_by_retention"}},
-      {"fig15", [](FigureRunner& r) { return r.Fig15(); }, {"accuracy_by_retention"}},
+       {"chunk_share_histogram"}, ChunkImportanceHeadline},
+      {"spi", [](FigureRunner& r) { return r.Spi(); }, {"recall_and_accuracy_by_retention"}, SpiHeadline},
+      {"fig15", [](FigureRunner& r) { return r.Fig15(); }, {"accuracy_by_retention"}, Fig15Headline},
       {"fig16", [](FigureRunner& r) { return r.TtftFigure("fig16"); },
-       {"grouped_bars", {"task", "system", "ttft_mean_ms"}, "mean TTFT ms"}},
+       {"grouped_bars", {"task", "system", "ttft_mean_ms"}, "mean TTFT ms"}, Fig16Headline},
       {"fig17", [](FigureRunner& r) { return r.TtftFigure("fig17"); },
-       {"grouped_bars", {"task", "system", "io_mean_ms"}, "I/O time ms"}},
+       {"grouped_bars", {"task", "system", "io_mean_ms"}, "I/O time ms"}, Fig17Headline},
       {"tail", [](FigureRunner& r) { return r.TtftFigure("tail"); },
-       {"grouped_bars", {"task", "system", "ttft_p99_ms"}, "p99 TTFT ms"}},
+       {"grouped_bars", {"task", "system", "ttft_p99_ms"}, "p99 TTFT ms"}, TailHeadline},
       {"fig18", [](FigureRunner& r) { return r.Fig18(); },
-       {"grouped_bars", {"task", "step", "ttft_mean_ms"}, "mean TTFT ms"}},
-      {"fig19", [](FigureRunner& r) { return r.Fig19(); }, {"layer_load_ratios"}},
+       {"grouped_bars", {"task", "step", "ttft_mean_ms"}, "mean TTFT ms"}, Fig18Headline},
+      {"fig19", [](FigureRunner& r) { return r.Fig19(); }, {"layer_load_ratios"}, Fig19Headline},
       {"fig20", [](FigureRunner& r) { return r.Fig20(); },
-       {"wide_bars", {"task", "kv_chunks_impress_itf", "kv_chunks_impress_itf_ro"}, "K/V chunks per request"}},
+       {"wide_bars", {"task", "kv_chunks_impress_itf", "kv_chunks_impress_itf_ro"}, "K/V chunks per request"},
+       Fig20Headline},
       {"fig21", [](FigureRunner& r) { return r.Fig21(); },
-       {"wide_bars", {"task", "kv_hit_gpu_lfu", "kv_hit_gpu_score"}, "GPU hit rate"}},
-      {"fig22", [](FigureRunner& r) { return r.Fig22(); }, {"alpha_sweep"}},
+       {"wide_bars", {"task", "kv_hit_gpu_lfu", "kv_hit_gpu_score"}, "GPU hit rate"}, Fig21Headline},
+      {"fig22", [](FigureRunner& r) { return r.Fig22(); }, {"alpha_sweep"}, Fig22Headline},
       {"fig23", [](FigureRunner& r) { return r.Fig23(); },
-       {"lines", {"chunk_tokens", "h2o_lfu_ttft_ms", "impress_ttft_ms"}, "mean TTFT ms", true}},
+       {"lines", {"chunk_tokens", "h2o_lfu_ttft_ms", "impress_ttft_ms"}, "mean TTFT ms", true}, Fig23Headline},
       {"fig24", [](FigureRunner& r) { return r.Fig24(); },
-       {"lines", {"pool_prefixes", "h2o_lfu_ttft_ms", "impress_ttft_ms"}, "mean TTFT ms", true}},
+       {"lines", {"pool_prefixes", "h2o_lfu_ttft_ms", "impress_ttft_ms"}, "mean TTFT ms", true}, Fig24Headline},
       {"fig25", [](FigureRunner& r) { return r.Fig25(); },
-       {"grouped_bars", {"model", "system", "ttft_mean_ms"}, "mean TTFT ms"}},
-      {"codec", [](FigureRunner& r) { return r.Codec(); }, {"codec_bytes_and_ttft"}},
+       {"grouped_bars", {"model", "system", "ttft_mean_ms"}, "mean TTFT ms"}, Fig25Headline},
+      {"codec", [](FigureRunner& r) { return r.Codec(); }, {"codec_bytes_and_ttft"}, nullptr},
   };
   return entries;
 }
@@ -68,6 +72,13 @@ const FigureChart& FigureRunner::ChartOf(const std::string& name) {
     if (e.name == name) return e.chart;
   IMPRESS_CHECK(false && "an unregistered figure");
   return Registry().front().chart;
+}
+
+std::string FigureRunner::HeadlineOf(const std::string& name, const Figure& f) {
+  for (const Entry& e : Registry())
+    if (e.name == name) return e.headline ? e.headline(f) : "";
+  IMPRESS_CHECK(false && "an unregistered figure");
+  return "";
 }
 
 const std::vector<std::string>& FigureRunner::Names() {
@@ -165,8 +176,12 @@ StatusOr<EvalResult> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
 StatusOr<RunResults> FigureRunner::AllSystems(const std::string& task) { return Run(models_[0], BaseRun(task)); }
 
 StatusOr<Figure> FigureRunner::Make(const std::string& name) {
-  for (const Entry& e : Registry())
-    if (e.name == name) return e.make(*this);
+  for (const Entry& e : Registry()) {
+    if (e.name != name) continue;
+    ASSIGN_OR_RETURN(Figure f, e.make(*this));
+    f.headline = HeadlineOf(name, f);
+    return f;
+  }
   return Status::InvalidArgument("unknown figure '" + name + "' (" + JoinNames(Names()) + ", all)");
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -75,6 +76,7 @@ struct FigureColumn {
 struct Figure {
   std::string name, title;
   std::string paper;                 // the paper's claim for this figure
+  std::string headline;              // this run's answer to it, one line (Make sets it from the rows)
   std::vector<FigureColumn> columns;
   std::vector<std::string> labels() const;
   std::vector<std::string> ids() const;
@@ -90,6 +92,8 @@ struct Figure {
 // the y columns). Any other kind is one of plot.py's own drawings, named for
 // what it draws, which reads the columns and series it needs itself.
 struct FigureChart {
+  FigureChart(std::string k, std::vector<std::string> cols = {}, std::string y = "", bool log_x = false)
+      : kind(std::move(k)), columns(std::move(cols)), ylabel(std::move(y)), logx(log_x) {}
   std::string kind;
   std::vector<std::string> columns;
   std::string ylabel;
@@ -106,17 +110,22 @@ class FigureRunner {
   static const std::vector<std::string>& Names();
   // How figure `name` is drawn. REQUIRES: a registered name.
   static const FigureChart& ChartOf(const std::string& name);
+  // Figure `f`'s headline as its registry row computes it ("" for a figure
+  // without one). REQUIRES: a registered name.
+  static std::string HeadlineOf(const std::string& name, const Figure& f);
   // One figure; errors: an unknown name, or what its experiments return.
   StatusOr<Figure> Make(const std::string& name);
 
   const FigureScale& scale() const { return scale_; }
 
  private:
-  // One registered figure: its name, what makes it and how it is drawn.
+  // One registered figure: its name, what makes it, how it is drawn and
+  // its headline (experiment/figure_headline.h; may be empty).
   struct Entry {
     std::string name;
     std::function<StatusOr<Figure>(FigureRunner&)> make;
     FigureChart chart;
+    std::function<std::string(const Figure&)> headline;
   };
   static const std::vector<Entry>& Registry();
   // The store folder of `c` on model `m`: one per model, KV dtype, chunk size, probe layout and codec.
