@@ -12,19 +12,14 @@ StatusOr<std::unique_ptr<Backends>> Backends::Make(ChunkStore* disk, const std::
     if (made->tier() != t->tier)
       return Status::InvalidArgument(std::string("backend '") + TierName(t->tier) + "' reports tier '" +
                                      TierName(made->tier()) + "'");
+    b->order_.push_back(made.get());
     b->below_.push_back(std::move(made));
   }
   return b;
 }
 
-std::vector<ChunkBackend*> Backends::all() const {
-  std::vector<ChunkBackend*> out = {const_cast<DiskBackend*>(&home_)};
-  for (const auto& b : below_) out.push_back(b.get());
-  return out;
-}
-
 Status Backends::Read(std::vector<ChunkRead>* reads, std::vector<Tier>* tiers) {
-  const std::vector<ChunkBackend*> order = all();
+  const std::vector<ChunkBackend*>& order = order_;
   const size_t nb = order.size();
   std::vector<std::vector<ChunkRead>> batch(nb);
   std::vector<std::vector<size_t>> from(nb);  // batch[b][i] is reads[from[b][i]]
@@ -78,7 +73,7 @@ StatusOr<int64_t> Backends::Discover(const std::vector<int32_t>& tokens, int64_t
 
 bool Backends::FailedAnywhere(const std::vector<uint64_t>& ids) {
   bool failed = false;
-  for (ChunkBackend* b : all()) {
+  for (ChunkBackend* b : order_) {
     const std::vector<uint64_t> lost = b->Lost(ids);
     b->ForgetLost(lost);
     failed = failed || !lost.empty();
@@ -88,14 +83,14 @@ bool Backends::FailedAnywhere(const std::vector<uint64_t>& ids) {
 
 std::set<uint64_t> Backends::ToKeepHome(const std::vector<uint64_t>& ids) const {
   std::set<uint64_t> keep;
-  for (ChunkBackend* b : all())
+  for (ChunkBackend* b : order_)
     for (uint64_t id : b->Lost(ids))
       if (b == &home_ || !disk_->Has(id, 0)) keep.insert(id);
   return keep;
 }
 
 void Backends::ForgetLost(const std::vector<uint64_t>& ids) {
-  for (ChunkBackend* b : all()) b->ForgetLost(ids);
+  for (ChunkBackend* b : order_) b->ForgetLost(ids);
 }
 
 }  // namespace impress

@@ -51,12 +51,12 @@ class Backends {
   void ForgetLost(const std::vector<uint64_t>& ids);
 
  private:
-  Backends(ChunkStore* disk) : disk_(disk), home_(disk) {}
-  std::vector<ChunkBackend*> all() const;
+  explicit Backends(ChunkStore* disk) : disk_(disk), home_(disk), order_{&home_} {}
 
   ChunkStore* disk_;
   DiskBackend home_;
   std::vector<std::unique_ptr<ChunkBackend>> below_;
+  std::vector<ChunkBackend*> order_;  // home_, then below_, as reads ask them
 };
 
 }  // namespace impress

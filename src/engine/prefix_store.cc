@@ -18,10 +18,9 @@ PrefixStore::~PrefixStore() = default;
 
 StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, const PrefixStoreOptions& opt) {
   if (opt.chunk_tokens <= 0) return Status::InvalidArgument("--chunk must be positive");
-  TierOptions tiers;
-  tiers.levels.clear();
+  std::vector<CacheLevel> levels;
   std::vector<const StoreTier*> below;
-  RETURN_IF_ERROR(SplitTiers(opt.tiers, &tiers.levels, &below));
+  RETURN_IF_ERROR(SplitTiers(opt.tiers, &levels, &below));
   std::unique_ptr<PrefixStore> s(new PrefixStore(model, opt));
   ASSIGN_OR_RETURN(s->kv_type_, KvDtype(opt.kv_dtype));
   ASSIGN_OR_RETURN(const StoreIdentity id, StoreIdentityFor(model, opt));
@@ -39,6 +38,8 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   ASSIGN_OR_RETURN(s->disk_, ChunkStore::Open(opt.dir, so, &committed));
   ASSIGN_OR_RETURN(s->backends_, Backends::Make(s->disk_.get(), below, BackendContext{s->geo_, so.fingerprint}));
   RETURN_IF_ERROR(s->Recover(committed, so.fingerprint));
+  TierOptions tiers;
+  tiers.levels = std::move(levels);
   tiers.policy = opt.policy;
   tiers.device = model.device();
   if (s->geo_.codec != KvCodec::kNone) {  // host levels hold chunks as the disk does: encoded
