@@ -222,6 +222,7 @@ TEST_P(ReuseTest, TruncatedChunkFileIsRecomputedNotAFailure) {
 // after them are computed over the decoded chunks. A store is never opened
 // with another codec.
 TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
+  testing::OneIntraOpThread one_thread;  // the reference is one whole pass, the store's KV chunk by chunk
   const int layers = model_->config().num_layers;
   const std::vector<int32_t> ctx = Tokens(70, 5);  // 4 whole 16-token chunks stored
   for (KvCodec codec : {KvCodec::kInt8, KvCodec::kInt4}) {
@@ -271,6 +272,7 @@ TEST_P(ReuseTest, ACacheLevelNotAboveTheDiskIsRefused) {
 // promoted (decoded) and demoted (their bytes moved, not re-encoded) still
 // give the same answer, and none is dropped.
 TEST_P(ReuseTest, TheCpuTierHoldsEncodedChunks) {
+  testing::OneIntraOpThread one_thread;  // the reference is one whole pass, the store's KV chunk by chunk
   const int layers = model_->config().num_layers;
   const std::vector<int32_t> ctx = Tokens(70, 5);  // 4 whole 16-token chunks stored
   for (KvCodec codec : {KvCodec::kInt8, KvCodec::kInt4}) {

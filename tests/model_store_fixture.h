@@ -2,6 +2,8 @@
 // fp32, options for a small prefix store, and seeded token sequences.
 #pragma once
 
+#include <ATen/Parallel.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +13,18 @@
 #include "test_util.h"
 
 namespace impress::testing {
+
+// Runs the scope on one intra-op thread: for comparisons of two paths whose
+// rounding depends on how threads split the reductions, so that they hold
+// whatever OMP_NUM_THREADS says.
+class OneIntraOpThread {
+ public:
+  OneIntraOpThread() : before_(at::get_num_threads()) { at::set_num_threads(1); }
+  ~OneIntraOpThread() { at::set_num_threads(before_); }
+
+ private:
+  int before_;
+};
 
 class ModelStoreTest : public ::testing::TestWithParam<std::string> {
  protected:

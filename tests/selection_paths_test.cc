@@ -4,7 +4,6 @@
 // layer on the same prefix and queries, and give the same logits. Full
 // reuse (`as`) goes the same way: it keeps every token of every layer.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -50,17 +49,8 @@ class SelectionPathsTest : public testing::ModelStoreTest {};
 // store's gathered chunks, the memory's dense prefix), so their logits agree
 // to rounding, and how much rounding depends on how intra-op threads split
 // the reductions: the test runs on one, whatever OMP_NUM_THREADS says.
-class OneIntraOpThread {
- public:
-  OneIntraOpThread() : before_(at::get_num_threads()) { at::set_num_threads(1); }
-  ~OneIntraOpThread() { at::set_num_threads(before_); }
-
- private:
-  int before_;
-};
-
 TEST_P(SelectionPathsTest, StoreAndMemoryChooseTheSameTokens) {
-  OneIntraOpThread one_thread;
+  testing::OneIntraOpThread one_thread;
   const ModelConfig& c = model_->config();
   const int layers = c.num_layers;
   const int64_t p = 160;
