@@ -308,10 +308,10 @@ TEST(TieredCache, ALevelListOfThree) {
 // A chunk with an encoded form: its "encoding" here is one byte per value
 // (the value itself), so a level holding it encoded uses half the decoded
 // bytes and the decoder is easy to check.
-ChunkKv EncodedChunk(int64_t tokens, float value) {
+ChunkKv WithEncoding(int64_t tokens, float value) {
   ChunkKv kv = Chunk(tokens, value);
-  kv.enc = {at::full({tokens * 8}, static_cast<uint8_t>(value), at::kByte),
-            at::full({tokens * 8}, static_cast<uint8_t>(value), at::kByte), KvCodec::kInt8};
+  kv.enc.codec = KvCodec::kInt8;
+  for (int part : {0, 1}) kv.enc.bytes[part] = at::full({tokens * 8}, static_cast<uint8_t>(value), at::kByte);
   return kv;
 }
 
@@ -330,15 +330,15 @@ TEST(TieredCache, AnEncodedLevelHoldsTheEncodedBytes) {
     opt.decoded_bytes = 256;  // 8 tokens x 2 heads x 4 dims, half, keys and values
     opt.decode = [&](ChunkKv* kv) {
       ++decodes;
-      const int64_t tokens = kv->enc.k.numel() / 8;
-      kv->k = kv->enc.k.to(at::kHalf).reshape({tokens, 2, 4});
-      kv->v = kv->enc.v.to(at::kHalf).reshape({tokens, 2, 4});
+      const int64_t tokens = kv->enc.bytes[0].numel() / 8;
+      kv->k = kv->enc.bytes[0].to(at::kHalf).reshape({tokens, 2, 4});
+      kv->v = kv->enc.bytes[1].to(at::kHalf).reshape({tokens, 2, 4});
     };
     auto cache = TieredCache::Create(opt);
     ASSERT_TRUE(cache.ok()) << cache.status().message();
     TieredCache& c = **cache;
     for (uint64_t k : {1, 2, 3, 4}) {
-      c.PutIn(k, EncodedChunk(8, static_cast<float>(k)), Tier::kGpu);  // each evicts the one before it
+      c.PutIn(k, WithEncoding(8, static_cast<float>(k)), Tier::kGpu);  // each evicts the one before it
     }
     EXPECT_EQ(c.Where(4), Tier::kGpu);
     for (uint64_t k : {1, 2, 3}) EXPECT_EQ(c.Where(k), Tier::kCpu);
@@ -404,13 +404,13 @@ TEST(TieredCache, AServedHitIsDecodedWithNoLockHeld) {
         done.set_value();
       });
       if (finished.wait_for(std::chrono::seconds(10)) != std::future_status::ready) ++others_waited;
-      kv->k = kv->enc.k.to(at::kHalf).reshape({8, 2, 4});
-      kv->v = kv->enc.v.to(at::kHalf).reshape({8, 2, 4});
+      kv->k = kv->enc.bytes[0].to(at::kHalf).reshape({8, 2, 4});
+      kv->v = kv->enc.bytes[1].to(at::kHalf).reshape({8, 2, 4});
     };
     auto made = TieredCache::Create(opt);
     ASSERT_TRUE(made.ok()) << made.status().message();
     cache = made->get();
-    cache->PutIn(1, EncodedChunk(8, 1.0f), Tier::kCpu);
+    cache->PutIn(1, WithEncoding(8, 1.0f), Tier::kCpu);
     ASSERT_EQ(cache->Where(1), Tier::kCpu);
     Tier t;
     auto hit = cache->Get(1, &t);

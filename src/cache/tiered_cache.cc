@@ -60,13 +60,11 @@ ChunkKv TieredCache::ToTier(const ChunkKv& in, int t, Copies* copies) {
   const CacheLevel& L = levels_[t].opt;
   const at::Device device = opt_.device;
   const bool cuda = device.is_cuda();
-  if (L.encoded && in.enc.defined()) {  // the bytes as stored: nothing to copy or decode
+  if (L.encoded && in.enc.holds_kv()) {  // the bytes as stored: nothing to copy or decode
     ChunkKv out;
     out.enc = in.enc;
-    if (L.pinned && cuda) {
-      out.enc.k = out.enc.k.pin_memory();
-      out.enc.v = out.enc.v.pin_memory();
-    }
+    if (L.pinned && cuda)
+      for (int part : {0, 1}) out.enc.bytes[part] = out.enc.bytes[part].pin_memory();
     return out;
   }
   ChunkKv kv = in;
@@ -164,7 +162,7 @@ bool TieredCache::InsertLocked(int t, uint64_t key, ChunkKv kv) {
 }
 
 int64_t TieredCache::BytesIn(const ChunkKv& kv, int t) const {
-  if (levels_[t].opt.encoded && kv.enc.defined()) return kv.enc.bytes();
+  if (levels_[t].opt.encoded && kv.enc.holds_kv()) return kv.enc.kv_bytes();
   return kv.k.defined() ? static_cast<int64_t>(kv.k.nbytes() + kv.v.nbytes()) : opt_.decoded_bytes;
 }
 

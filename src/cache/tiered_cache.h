@@ -37,30 +37,24 @@
 #include <ATen/core/Tensor.h>
 
 #include "cache/tier.h"
+#include "codec/encoded_chunk.h"
 #include "codec/kv_codec.h"
 #include "common/pacer.h"
 #include "policy/placement.h"
 
 namespace impress {
 
-// A chunk's keys and values as a backend with a KV codec stores them: host
-// uint8 tensors (codec/kv_codec.h), undefined when the chunk has none.
-struct EncodedKv {
-  at::Tensor k, v;
-  KvCodec codec = KvCodec::kNone;
-  bool defined() const { return k.defined() && v.defined(); }
-  int64_t bytes() const { return defined() ? static_cast<int64_t>(k.nbytes() + v.nbytes()) : 0; }
-};
-
 // The KV of one (chunk, layer): keys and values [C, kv_heads, head_dim],
-// and its encoded form when it has one. In a level that holds encoded
-// chunks only `enc` is defined.
+// and its encoded form when it has one: the store's chunk type
+// (codec/encoded_chunk.h) holding the keys' and values' bytes as a backend
+// with a KV codec stores them (host uint8, `enc.holds_kv()`) and their codec,
+// nothing decoded. In a level that holds encoded chunks only `enc` is defined.
 struct ChunkKv {
   ChunkKv() = default;
-  ChunkKv(at::Tensor keys, at::Tensor values, EncodedKv encoded = {})
+  ChunkKv(at::Tensor keys, at::Tensor values, EncodedChunk encoded = {})
       : k(std::move(keys)), v(std::move(values)), enc(std::move(encoded)) {}
   at::Tensor k, v;
-  EncodedKv enc;
+  EncodedChunk enc;
   // On CUDA, for an entry copied asynchronously (up into the GPU tier, or
   // down into pinned memory): the event after its copy. Whoever reads the
   // entry (Get's caller, a promotion or demotion) makes its own stream wait
@@ -71,7 +65,7 @@ struct ChunkKv {
   // them instead of copying the KV back down; a device level drops them.
   at::Tensor host_k, host_v;
   // What the entry occupies in its level: the decoded KV, or the encoded bytes where only those are held.
-  int64_t bytes() const { return k.defined() ? static_cast<int64_t>(k.nbytes() + v.nbytes()) : enc.bytes(); }
+  int64_t bytes() const { return k.defined() ? static_cast<int64_t>(k.nbytes() + v.nbytes()) : enc.kv_bytes(); }
 };
 
 // One level of the cache.

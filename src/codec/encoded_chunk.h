@@ -24,6 +24,12 @@ struct EncodedChunk {
   // The same parts [C, heads, d] in the KV dtype as every later read returns
   // them (the parts themselves under kNone); views that may share storage.
   std::array<at::Tensor, 3> decoded;
+
+  // Whether the keys' and values' stored bytes are held (what a cache keeps
+  // of a chunk's encoded form: bytes[0] and bytes[1], nothing decoded).
+  bool holds_kv() const { return bytes[0].defined() && bytes[1].defined(); }
+  // Their size; 0 when they are not held.
+  int64_t kv_bytes() const { return holds_kv() ? static_cast<int64_t>(bytes[0].nbytes() + bytes[1].nbytes()) : 0; }
 };
 
 // The store's one encode step: chunks first_index.. of a prefix stored with

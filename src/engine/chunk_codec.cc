@@ -29,7 +29,10 @@ void EncodeStoredChunks(const ChunkGeometry& g, at::ScalarType kv_type, const De
 
 ChunkKv CacheEntry(const EncodedChunk& e) {
   ChunkKv kv{OwnStorage(e.decoded[0]), OwnStorage(e.decoded[1])};
-  if (e.codec != KvCodec::kNone) kv.enc = {e.bytes[0], e.bytes[1], e.codec};
+  if (e.codec != KvCodec::kNone) {  // its keys' and values' bytes, nothing decoded
+    kv.enc.chunk_id = e.chunk_id, kv.enc.layer = e.layer, kv.enc.codec = e.codec;
+    kv.enc.bytes = {e.bytes[0], e.bytes[1], at::Tensor()};
+  }
   return kv;
 }
 
@@ -54,16 +57,16 @@ at::Tensor DecodeChunkPartOn(const ChunkGeometry& g, int part, KvCodec codec, co
 
 void DecodeChunkKv(const ChunkGeometry& g, at::ScalarType kv_type, const at::Device& device, ChunkKv* kv) {
   if (device.is_cuda()) {
-    kv->k = DecodeChunkPartOn(g, 0, kv->enc.codec, ToDevice(kv->enc.k, device), kv_type);
-    kv->v = DecodeChunkPartOn(g, 1, kv->enc.codec, ToDevice(kv->enc.v, device), kv_type);
+    kv->k = DecodeChunkPartOn(g, 0, kv->enc.codec, ToDevice(kv->enc.bytes[0], device), kv_type);
+    kv->v = DecodeChunkPartOn(g, 1, kv->enc.codec, ToDevice(kv->enc.bytes[1], device), kv_type);
     kv->ready = StreamPoint(device);
     return;
   }
   const auto opts = at::TensorOptions().dtype(kv_type);
   kv->k = at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, opts);
   kv->v = at::empty({g.chunk_tokens, g.kv_heads, g.head_dim}, opts);
-  DecodeChunkPart(g, 0, kv->enc.codec, kv->enc.k.data_ptr<uint8_t>(), &kv->k);
-  DecodeChunkPart(g, 1, kv->enc.codec, kv->enc.v.data_ptr<uint8_t>(), &kv->v);
+  DecodeChunkPart(g, 0, kv->enc.codec, kv->enc.bytes[0].data_ptr<uint8_t>(), &kv->k);
+  DecodeChunkPart(g, 1, kv->enc.codec, kv->enc.bytes[1].data_ptr<uint8_t>(), &kv->v);
 }
 
 }  // namespace impress

@@ -105,7 +105,7 @@ void ChunkReader::TakeReads(const std::vector<ChunkRead>& reads, const std::vect
       else DecodeChunkPart(g, part, reads[j].codec, held.data_ptr<uint8_t>(), &r.got[part]);
       if (part == 2) continue;
       // A cache counts what it holds:
-      (part == 0 ? p.enc.k : p.enc.v) = paid < r.raw[part].nbytes() ? held.clone() : held;  // no spare room
+      p.enc.bytes[part] = paid < r.raw[part].nbytes() ? held.clone() : held;  // no spare room
       p.enc.codec = reads[j].codec;
     }
     // On CUDA each part read goes up once, here (from pinned memory, only
