@@ -19,22 +19,21 @@ StatusOr<std::unique_ptr<Backends>> Backends::Make(ChunkStore* disk, const std::
 }
 
 Status Backends::Read(std::vector<ChunkRead>* reads, std::vector<Tier>* tiers) {
-  const std::vector<ChunkBackend*>& order = order_;
-  const size_t nb = order.size();
+  const size_t nb = order_.size();
   std::vector<std::vector<ChunkRead>> batch(nb);
   std::vector<std::vector<size_t>> from(nb);  // batch[b][i] is reads[from[b][i]]
   if (tiers != nullptr) tiers->resize(reads->size());
   for (size_t j = 0; j < reads->size(); ++j) {
     const ChunkRead& r = (*reads)[j];
     size_t b = 0;
-    while (b + 1 < nb && !order[b]->Holds(r.chunk_id, r.layer)) ++b;
+    while (b + 1 < nb && !order_[b]->Holds(r.chunk_id, r.layer)) ++b;
     batch[b].push_back(r);
     from[b].push_back(j);
-    if (tiers != nullptr) (*tiers)[j] = order[b]->tier();
+    if (tiers != nullptr) (*tiers)[j] = order_[b]->tier();
   }
   for (size_t b = 0; b < nb; ++b) {
     if (batch[b].empty()) continue;
-    RETURN_IF_ERROR(order[b]->Read(&batch[b]));
+    RETURN_IF_ERROR(order_[b]->Read(&batch[b]));
     for (size_t i = 0; i < batch[b].size(); ++i) (*reads)[from[b][i]].codec = batch[b][i].codec;
   }
   return Status::OK();

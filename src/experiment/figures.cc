@@ -67,18 +67,22 @@ const std::vector<FigureRunner::Entry>& FigureRunner::Registry() {
   return entries;
 }
 
-const FigureChart& FigureRunner::ChartOf(const std::string& name) {
+const FigureRunner::Entry* FigureRunner::Find(const std::string& name) {
   for (const Entry& e : Registry())
-    if (e.name == name) return e.chart;
-  IMPRESS_CHECK(false && "an unregistered figure");
-  return Registry().front().chart;
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+const FigureChart& FigureRunner::ChartOf(const std::string& name) {
+  const Entry* e = Find(name);
+  IMPRESS_CHECK(e != nullptr);  // an unregistered figure
+  return e->chart;
 }
 
 std::string FigureRunner::HeadlineOf(const std::string& name, const Figure& f) {
-  for (const Entry& e : Registry())
-    if (e.name == name) return e.headline ? e.headline(f) : "";
-  IMPRESS_CHECK(false && "an unregistered figure");
-  return "";
+  const Entry* e = Find(name);
+  IMPRESS_CHECK(e != nullptr);  // an unregistered figure
+  return e->headline ? e->headline(f) : "";
 }
 
 const std::vector<std::string>& FigureRunner::Names() {
@@ -176,13 +180,11 @@ StatusOr<EvalResult> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
 StatusOr<RunResults> FigureRunner::AllSystems(const std::string& task) { return Run(models_[0], BaseRun(task)); }
 
 StatusOr<Figure> FigureRunner::Make(const std::string& name) {
-  for (const Entry& e : Registry()) {
-    if (e.name != name) continue;
-    ASSIGN_OR_RETURN(Figure f, e.make(*this));
-    f.headline = HeadlineOf(name, f);
-    return f;
-  }
-  return Status::InvalidArgument("unknown figure '" + name + "' (" + JoinNames(Names()) + ", all)");
+  const Entry* e = Find(name);
+  if (e == nullptr) return Status::InvalidArgument("unknown figure '" + name + "' (" + JoinNames(Names()) + ", all)");
+  ASSIGN_OR_RETURN(Figure f, e->make(*this));
+  if (e->headline) f.headline = e->headline(f);
+  return f;
 }
 
 StatusOr<RunResults> FigureRunner::FromCluster(RunConfig c) {

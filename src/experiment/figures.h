@@ -128,6 +128,7 @@ class FigureRunner {
     std::function<std::string(const Figure&)> headline;
   };
   static const std::vector<Entry>& Registry();
+  static const Entry* Find(const std::string& name);  // null for an unregistered name
   // The store folder of `c` on model `m`: one per model, KV dtype, chunk size, probe layout and codec.
   std::string StoreDir(const FigureModel& m, const RunConfig& c) const;
   StatusOr<RunResults> Run(const FigureModel& m, RunConfig c);
