@@ -82,6 +82,7 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
   cmd->add_flag("--no-prefix", c->no_prefix, "score every document with no prefix (the floor)");
   AddImportanceFlags(cmd, &c->importance_window, &c->importance_pool);
+  AddDigestFlags(cmd, &c->digest);
   cmd->add_flag("--recall", c->recall,
                 "also score each layer selection against H2O's exact per-head top-k from the same question rows "
                 "(the paper's Fig. 5 recall: recall_h2o in --json)");

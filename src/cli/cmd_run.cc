@@ -120,6 +120,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
                   "copies those KV heads' keys, so it needs its own --store)")
       ->check(CLI::IsMember(ProbeLayoutNames()));
   AddImportanceFlags(cmd, &c->importance_window, &c->importance_pool);
+  AddDigestFlags(cmd, &c->digest);
   cmd->add_option("--policy", c->policy, "cache policy for every system (default: each system's own)")
       ->check(CLI::IsMember(PolicyNames()));
   cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember(KvDtypeNames()));

@@ -16,6 +16,8 @@
 
 namespace impress {
 
+struct DigestOptions;
+
 using Command = std::pair<CLI::App*, std::function<int()>>;
 
 // Number checks for options, with a short message ("--chunk: must be a
@@ -70,6 +72,8 @@ struct RuntimeFlags {
 void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags);
 // --importance-window W and --importance-pool P (select/importance.h, ImportanceShape).
 void AddImportanceFlags(CLI::App* cmd, int64_t* window, int64_t* pool);
+// The digest system's options (select/selector.h DigestOptions), parsed into `d`.
+void AddDigestFlags(CLI::App* cmd, DigestOptions* d);
 // Applies the thread count; call before running a model.
 void ApplyRuntimeFlags(const RuntimeFlags& flags);
 

@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/provenance.h"
 #include "common/runtime.h"
 #include "common/units.h"
+#include "select/selector.h"
 
 namespace impress {
 
@@ -102,6 +104,25 @@ void AddImportanceFlags(CLI::App* cmd, int64_t* window, int64_t* pool) {
   cmd->add_option("--importance-pool", *pool,
                   "max-pool importance over P neighbouring prefix positions (odd; 1: none), as SnapKV does")
       ->check(PositiveNumber());
+}
+
+void AddDigestFlags(CLI::App* cmd, DigestOptions* d) {
+  std::map<std::string, DigestScore> scores;
+  for (size_t i = 0; i < DigestScoreNames().size(); ++i) scores[DigestScoreNames()[i]] = static_cast<DigestScore>(i);
+  std::map<std::string, DigestGroups> groups;
+  for (size_t i = 0; i < DigestGroupsNames().size(); ++i) groups[DigestGroupsNames()[i]] = static_cast<DigestGroups>(i);
+  cmd->add_option("--sink-tokens", d->sink_tokens, "digest: always keep the chunks of the prefix's first N tokens")
+      ->check(NonNegativeNumber());
+  cmd->add_option("--recent-tokens", d->recent_tokens, "digest: always keep the chunks of the prefix's last N tokens")
+      ->check(NonNegativeNumber());
+  cmd->add_option("--dense-layers", d->dense_layers, "digest: the first N layers keep every prefix token")
+      ->check(NonNegativeNumber());
+  cmd->add_option("--digest-score", d->score,
+                  "digest: chunks scored by importance over the digest's keys (keys) or by Quest's bound from their min and max (bound)")
+      ->transform(CLI::CheckedTransformer(scores));
+  cmd->add_option("--digest-groups", d->groups,
+                  "digest: the layer's chunk order from the KV groups' scores: rank (each group's best first) or sum")
+      ->transform(CLI::CheckedTransformer(groups));
 }
 
 void ApplyRuntimeFlags(const RuntimeFlags& flags) {

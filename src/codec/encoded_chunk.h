@@ -24,6 +24,8 @@ struct EncodedChunk {
   // The same parts [C, heads, d] in the KV dtype as every later read returns
   // them (the parts themselves under kNone); views that may share storage.
   std::array<at::Tensor, 3> decoded;
+  // The keys' digest (codec/key_digest.h) when the store keeps digests, else undefined.
+  at::Tensor digest;
 
   // Whether the keys' and values' stored bytes are held (what a cache keeps
   // of a chunk's encoded form: bytes[0] and bytes[1], nothing decoded).
@@ -35,8 +37,10 @@ struct EncodedChunk {
 // The store's one encode step: chunks first_index.. of a prefix stored with
 // `codec` (each with its own ChunkCodec), as ids first_id.. of layer `layer`,
 // from token-major parts [n*C, heads, d] with C = chunk_tokens, appended to `out`.
+// With `digests`, each chunk also gets the digest of its keys as they decode.
 // REQUIRES: contiguous host tensors; fp16 unless `codec` is kNone.
 void EncodeForStore(KvCodec codec, int64_t chunk_tokens, int layer, uint64_t first_id, int64_t first_index,
-                    const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe, std::vector<EncodedChunk>* out);
+                    const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe, bool digests,
+                    std::vector<EncodedChunk>* out);
 
 }  // namespace impress

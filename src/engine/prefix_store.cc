@@ -36,6 +36,7 @@ StatusOr<std::unique_ptr<PrefixStore>> PrefixStore::Open(const Model& model, con
   }
   std::vector<std::string> committed;
   ASSIGN_OR_RETURN(s->disk_, ChunkStore::Open(opt.dir, so, &committed));
+  s->geo_ = s->disk_->geometry();  // with its digests where the store keeps them
   ASSIGN_OR_RETURN(s->backends_, Backends::Make(s->disk_.get(), below, BackendContext{s->geo_, so.fingerprint}));
   RETURN_IF_ERROR(s->Recover(committed, so.fingerprint));
   TierOptions tiers;

@@ -60,6 +60,10 @@ struct PrefixStoreOptions {
   KvCodec kv_codec = KvCodec::kNone;
   int probe_heads = 3;              // query heads whose KV heads' keys get a second, contiguous copy
   ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads (select/probe_heads.h)
+  // A new store keeps each chunk's key digest (codec/key_digest.h), for the
+  // digest system; an existing store that keeps them is opened with them
+  // whatever this says, and one that does not is refused when it is true.
+  bool digests = false;
   // The tiers, fastest first (engine/store_tiers.h): the cache levels, the
   // disk, the backends below it (such as the shared remote tier:
   // RemoteBackendFactory), made when the store opens.
@@ -144,6 +148,10 @@ class PrefixStore {
   bool wants_observations() const { return cache_->wants_observations(); }
   void Observe(const std::vector<std::pair<uint64_t, double>>& important_shares) { cache_->Observe(important_shares); }
   void ObserveWhole(const std::vector<uint64_t>& chunks, int layer) { reader_->ObserveWhole(chunks, layer); }
+  // The digest of a stored (chunk, layer), resident in host memory
+  // (ChunkStore::Digest); undefined where the store keeps none or a chunk
+  // lives only below the disk.
+  at::Tensor Digest(uint64_t chunk_id, int layer) const { return disk_->Digest(chunk_id, layer); }
   // How many whole chunks of `tokens` the index does not hold yet.
   int64_t NewChunks(const std::vector<int32_t>& tokens) const;
   const ChunkGeometry& geometry() const { return geo_; }

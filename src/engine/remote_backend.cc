@@ -76,7 +76,7 @@ RemoteStore::Chunk RemoteBackend::Chunk(const std::shared_ptr<const std::vector<
   for (int64_t l = 0; l < geo_.layers; ++l) {
     const EncodedChunk& e = (*chunks)[static_cast<size_t>(l * n + i)];
     IMPRESS_CHECK(e.codec == codec);
-    ch.layers.push_back(EncodedChunk{e.chunk_id, e.layer, e.codec, e.bytes, {}});  // the bytes only: what is published
+    ch.layers.push_back(EncodedChunk{e.chunk_id, e.layer, e.codec, e.bytes, {}, {}});  // the bytes only: what is published
   }
   return ch;
 }

@@ -50,6 +50,7 @@ struct RequestTrace {
   int64_t speculated_chunks = 0;
   int64_t speculated_used = 0;
   int64_t prefix_chunks = 0;             // chunks of the matched prefix (per layer)
+  int64_t digest_bytes = 0;              // resident key digests a selection scored from (host memory)
   // (chunk, layer) pairs whose K or V a selection read, over all layers.
   int64_t kv_chunks() const;
   // Per layer: the selection's read-backs to the host (SelectionObserver::

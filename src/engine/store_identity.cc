@@ -79,6 +79,7 @@ StatusOr<StoreIdentity> StoreIdentityFor(const Model& model, const PrefixStoreOp
     return Status::InvalidArgument(std::string("--kv-codec ") + KvCodecName(opt.kv_codec) + " encodes float16 KV, not " +
                                    opt.kv_dtype);
   id.geometry.codec = opt.kv_codec;
+  id.geometry.digests = opt.digests;
   id.fingerprint = StoreFingerprint(model, opt.kv_dtype, opt.chunk_tokens);
   return id;
 }

@@ -98,13 +98,16 @@ Status CheckChunks(Env* env, const std::string& dir, Salvage* s, RepairReport* r
   if (data) {
     ASSIGN_OR_RETURN(size, data->Size());
   }
-  std::vector<uint8_t> buf(g.MaxPartBytes(0) + g.MaxPartBytes(1) + g.MaxPartBytes(2));
-  void* const dst[3] = {buf.data(), buf.data() + g.MaxPartBytes(0), buf.data() + g.MaxPartBytes(0) + g.MaxPartBytes(1)};
+  std::vector<uint8_t> buf(g.MaxPartBytes(0) + g.MaxPartBytes(1) + g.MaxPartBytes(2) + g.DigestBytes());
+  uint8_t* const b = buf.data();
+  void* const dst[kChunkParts] = {b, b + g.MaxPartBytes(0), b + g.MaxPartBytes(0) + g.MaxPartBytes(1),
+                                  b + g.MaxPartBytes(0) + g.MaxPartBytes(1) + g.MaxPartBytes(2)};
+  const uint8_t every = kKeys | kValues | kProbeKeys | (g.digests ? kDigest : 0);
   for (const auto& [key, loc] : s->index) {
     ++r->chunk_layers_checked;
     if (s->damaged.count(key)) continue;
     const std::string what = dir + "/chunks.dat: chunk " + std::to_string(key.first) + " layer " + std::to_string(key.second);
-    Status st = data ? ReadChunkParts(data.get(), g, loc, kKeys | kValues | kProbeKeys, dst, what).status()
+    Status st = data ? ReadChunkParts(data.get(), g, loc, every, dst, what).status()
                      : Status::Corruption(what + ": chunks.dat is missing");
     if (st.IsCorruption()) {
       s->damaged.insert(key);
@@ -279,7 +282,7 @@ Status WriteRepair(Env* env, const std::string& dir, const Salvage& s, const std
     r->manifest_written = true;
   }
   std::string log;
-  for (const Planned& p : plan) log += LogRecord(CommitPayload(p.meta, p.chunks, s.id.geometry.codec));
+  for (const Planned& p : plan) log += LogRecord(CommitPayload(p.meta, p.chunks, s.id.geometry));
   RETURN_IF_ERROR(WriteFileAtomically(env, dir + "/log", log));
   std::vector<std::pair<uint64_t, uint64_t>> extents;
   const std::set<uint64_t> kept(r->kept_ids.begin(), r->kept_ids.end());

@@ -1,5 +1,7 @@
 #include "engine/store_source.h"
 
+#include "codec/key_digest.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -345,6 +347,24 @@ void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int6
     shares.push_back({ChunkKey{chunks_[i], l}.packed(), static_cast<double>(count[i]) / c});
   PlacementTimer placing(trace_);
   store_.Observe(shares);
+}
+
+Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
+  IMPRESS_CHECK(layer == layer_);
+  const ChunkGeometry& g = store_.geometry();
+  std::vector<at::Tensor> keys;
+  keys.reserve(chunks_.size());
+  for (uint64_t id : chunks_) {
+    const at::Tensor d = store_.Digest(id, layer);
+    if (!d.defined())
+      return Status::InvalidArgument(store_.options().dir + ": chunk " + std::to_string(id) + " layer " +
+                                     std::to_string(layer) + " has no digest (the store keeps none, or the chunk "
+                                     "lives only below the disk)");
+    keys.push_back(DecodeDigest(d, g.chunk_tokens, g.kv_heads, g.head_dim));
+    trace_->digest_bytes += d.nbytes();
+  }
+  *k = StackNow(keys, TokenOrder(layer));
+  return Status::OK();
 }
 
 }  // namespace impress

@@ -52,6 +52,8 @@ class StoreSource final : public PrefixSource {
   int64_t key_room() const override { return key_room_; }
   Status Values(int layer, const at::Tensor& used, at::Tensor* v) override;
   Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) override;
+  // From the store's resident digests of the lease's chunks.
+  Status DigestKeys(int layer, at::Tensor* k) override;
   // CUDA: the layers' device intervals (once the logits are on the host).
   std::vector<DeviceLayerTimes> DeviceTimes() { return first_reads_.DeviceTimes(&demand_spans_); }
 

@@ -6,7 +6,7 @@ namespace impress {
 namespace system_name {
 const char kRecomp[] = "recomp", kAs[] = "as", kH2oLru[] = "h2o-lru", kH2oLfu[] = "h2o-lfu",
            kImpressItf[] = "impress-itf", kImpressItfRo[] = "impress-itf-ro", kImpress[] = "impress",
-           kRandom[] = "random", kStatic[] = "static";
+           kRandom[] = "random", kStatic[] = "static", kDigest[] = "digest";
 }  // namespace system_name
 
 namespace {
@@ -33,6 +33,8 @@ const SystemRecipe kSystems[] = {
     // Control: the paper's static pre-identification (SPI), one importance per prefix from its own
     // prefill (select/importance.h SelfImportance); `eval` only so far.
     {kStatic, false, true, SelectorKind::kStatic, PolicyKind::kLru, false},
+    // The project's own: chunks ranked by their key digests (select/digest.cc), cached by score.
+    {kDigest, false, true, SelectorKind::kDigest, PolicyKind::kScore, false},
 };
 
 System FromRecipe(const SystemRecipe& r) {
@@ -78,7 +80,7 @@ const std::vector<std::string>& PaperSystemNames() {
 }
 
 const std::string& SelectorKindName(SelectorKind kind) {
-  static const std::vector<std::string> names = {"full", "h2o", "itf", "random", "static"};
+  static const std::vector<std::string> names = {"full", "h2o", "itf", "random", "static", "digest"};
   return names[static_cast<int>(kind)];
 }
 

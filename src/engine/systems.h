@@ -32,7 +32,7 @@ struct System {
 // defaults, benchmarks); systems.cc is the one place each is spelled.
 namespace system_name {
 extern const char kRecomp[], kAs[], kH2oLru[], kH2oLfu[], kImpressItf[], kImpressItfRo[], kImpress[], kRandom[],
-    kStatic[];
+    kStatic[], kDigest[];
 }  // namespace system_name
 
 // Every system, in the registry's order (the paper's seven in the order its

@@ -168,6 +168,7 @@ StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalCon
   select.seed = c.seed;
   ASSIGN_OR_RETURN(select.importance, ParseImportanceShape(c.importance_window, c.importance_pool));
   ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));
+  select.digest = c.digest;
   EvalResult out;
   out.config = c;
   ASSIGN_OR_RETURN(out.codec, ParseKvCodec(c.kv_codec));
@@ -209,6 +210,7 @@ nlohmann::ordered_json EvalResult::ToJson() const {
     j["importance_window"] = c.importance_window;
     j["importance_pool"] = c.importance_pool;
   }
+  if (c.system == system_name::kDigest) j["digest"] = DigestJson(c.digest);
   j["results"] = nlohmann::json::array();
   for (const TaskEval& r : results) j["results"].push_back(r.ToJson());
   if (!model.empty()) j["model"] = model;

@@ -53,6 +53,7 @@ struct EvalConfig {
   // H2O's and the probe heads' importance over the last W question rows
   // (0: every row), max-pooled over P neighbouring positions (1: none).
   int64_t importance_window = 0, importance_pool = 1;
+  DigestOptions digest;            // the digest system's (select/selector.h)
   std::ostream* samples = nullptr; // per-document records (JSONL) when set
   // Applied to every loaded document (shots and scored ones) before prompts
   // are built: lets a test alter what a template produced.

@@ -36,6 +36,7 @@ struct RunConfig {
   // H2O's and the probe heads' importance from the last W question rows (0:
   // every row), max-pooled over P positions (1: none): SelectorOptions::importance.
   int64_t importance_window = 0, importance_pool = 1;
+  DigestOptions digest;                            // the digest system's (select/selector.h)
   uint64_t seed = 1234;
   bool prefetch = true;
   bool speculate = false;                          // ITF systems: RequestOptions::speculate

@@ -39,4 +39,9 @@ Status MemorySource::Gather(int, const at::Tensor& positions, at::Tensor* k, at:
   return Status::OK();
 }
 
+Status MemorySource::DigestKeys(int, at::Tensor* k) {
+  *k = DigestRoundTrip(k_, c_);
+  return Status::OK();
+}
+
 }  // namespace impress

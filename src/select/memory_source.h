@@ -21,6 +21,8 @@ class MemorySource final : public PrefixSource {
   Status ProbeKeys(int layer, int64_t kv_heads, at::Tensor* k) override;
   Status Values(int layer, const at::Tensor& used, at::Tensor* v) override;
   Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) override;
+  // Each chunk's keys through the digest and back (DigestRoundTrip), on each call.
+  Status DigestKeys(int layer, at::Tensor* k) override;
 
  private:
   at::Tensor k_, v_;

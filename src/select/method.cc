@@ -11,6 +11,7 @@ std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt)
     case SelectorKind::kH2O: return MakeH2OMethod(opt);
     case SelectorKind::kItf: return MakeItfMethod(opt);
     case SelectorKind::kRandom: return MakeRandomMethod(opt);
+    case SelectorKind::kDigest: return MakeDigestMethod(opt);
     case SelectorKind::kStatic: break;  // needs the prefix's own importance: the caller selects (eval/scorer.cc)
   }
   IMPRESS_CHECK(false);

@@ -55,6 +55,10 @@ class PrefixSource {
   // Keys and values of exactly `positions` (int64, host, ascending), in that
   // order: [Hkv, n, d].
   virtual Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) = 0;
+  // Every token's keys as its chunk's digest gives them (codec/key_digest.h):
+  // [Hkv, P, d], from what the source holds without reading any chunk.
+  // Errors: a source that keeps no digests, or lacks a chunk's.
+  virtual Status DigestKeys(int layer, at::Tensor* k) = 0;
 };
 
 // The steps of a selection whose ends a method announces (OnStepEnd), so that
@@ -119,11 +123,12 @@ class RetainingMethod : public SelectionMethod {
 // The method of `opt.kind` with its options.
 std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt);
 
-// The methods, one file each (full.cc, h2o.cc, itf.cc, random.cc).
+// The methods, one file each (full.cc, h2o.cc, itf.cc, random.cc, digest.cc).
 std::unique_ptr<SelectionMethod> MakeFullMethod();
 std::unique_ptr<SelectionMethod> MakeH2OMethod(const SelectorOptions& opt);
 std::unique_ptr<SelectionMethod> MakeItfMethod(const SelectorOptions& opt);
 std::unique_ptr<SelectionMethod> MakeRandomMethod(const SelectorOptions& opt);
+std::unique_ptr<SelectionMethod> MakeDigestMethod(const SelectorOptions& opt);
 
 // Shared steps of the methods.
 // What a selection ranks by, in host memory, where it decides. On CUDA this

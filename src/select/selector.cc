@@ -1,6 +1,7 @@
 #include "select/selector.h"
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include "common/named.h"
 #include "select/memory_source.h"
@@ -108,6 +109,22 @@ StatusOr<ImportanceShape> ParseImportanceShape(int64_t window, int64_t pool) {
   if (pool < 1 || pool % 2 == 0)
     return Status::InvalidArgument("--importance-pool: " + std::to_string(pool) + " is not an odd number >= 1");
   return ImportanceShape{window, pool};
+}
+
+const std::vector<std::string>& DigestScoreNames() {
+  static const std::vector<std::string> names = {"keys", "bound"};
+  return names;
+}
+
+const std::vector<std::string>& DigestGroupsNames() {
+  static const std::vector<std::string> names = {"rank", "sum"};
+  return names;
+}
+
+nlohmann::ordered_json DigestJson(const DigestOptions& d) {
+  return {{"sink_tokens", d.sink_tokens}, {"recent_tokens", d.recent_tokens}, {"dense_layers", d.dense_layers},
+          {"score", DigestScoreNames()[static_cast<size_t>(d.score)]},
+          {"groups", DigestGroupsNames()[static_cast<size_t>(d.groups)]}};
 }
 
 StatusOr<ItfUnit> ParseItfUnit(const std::string& name) {

@@ -10,15 +10,17 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/status.h"
 #include "model/kv_provider.h"
+#include "select/digest.h"
 #include "select/importance.h"
 #include "select/probe_heads.h"
 
 namespace impress {
 
-enum class SelectorKind { kFull, kH2O, kItf, kRandom, kStatic };
+enum class SelectorKind { kFull, kH2O, kItf, kRandom, kStatic, kDigest };
 
 // What IMPRESS's agreed set is made of when the probe heads are trusted:
 // the k tokens the heads agree on (the paper), or k tokens packed into the
@@ -32,6 +34,20 @@ StatusOr<ItfUnit> ParseItfUnit(const std::string& name);
 // Errors: a pool that is not an odd number >= 1.
 StatusOr<ImportanceShape> ParseImportanceShape(int64_t window, int64_t pool);
 
+// The project's own selection (select/digest.cc): chunks ranked by their key
+// digests, with tokens every layer keeps whatever the ranking.
+struct DigestOptions {
+  int64_t sink_tokens = 64;    // the prefix's first tokens (their chunks) are always kept
+  int64_t recent_tokens = 0;   // likewise its last tokens
+  int dense_layers = 0;        // the first layers keep every token
+  DigestScore score = DigestScore::kKeys;
+  DigestGroups groups = DigestGroups::kRank;
+};
+const std::vector<std::string>& DigestScoreNames();   // "keys", "bound": indexed by DigestScore
+const std::vector<std::string>& DigestGroupsNames();  // "rank", "sum": indexed by DigestGroups
+// {"sink_tokens", "recent_tokens", "dense_layers", "score", "groups"}: what runs and evals record.
+nlohmann::ordered_json DigestJson(const DigestOptions& d);
+
 struct SelectorOptions {
   SelectorKind kind = SelectorKind::kFull;
   double retention = 1.0;  // share of prefix tokens kept per head (k = ceil(retention * P))
@@ -44,6 +60,7 @@ struct SelectorOptions {
   // The rows and smoothing of H2O's and the probe heads' importance
   // (importance.h); the default is the papers' sum over every query row.
   ImportanceShape importance;
+  DigestOptions digest;  // SelectorKind::kDigest's; its rows are importance.window's (pool unused)
 };
 
 // `opt` for one request whose context is `tokens`: the random control's

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "codec/key_digest.h"
 #include "store/crc32c.h"
 
 namespace impress {
@@ -35,6 +36,7 @@ void* ThreadBuffer(size_t len) {
 }  // namespace
 
 size_t ChunkGeometry::PartBytes(int part, KvCodec c) const {
+  if (part == 3) return digests ? ::impress::DigestBytes(chunk_tokens, kv_heads, head_dim) : 0;
   const int heads = part == 2 ? probe_kv_heads : kv_heads;
   if (c == KvCodec::kNone) return size_t(chunk_tokens) * heads * head_dim * elem_bytes;
   return EncodedBytes(c, part == 1 ? KvRole::kValues : KvRole::kKeys, chunk_tokens, heads, head_dim);
@@ -47,17 +49,18 @@ size_t ChunkGeometry::MaxPartBytes(int part) const {
 size_t ChunkGeometry::PartStride(int part, KvCodec c) const { return RoundUp(PartBytes(part, c)); }
 
 StatusOr<size_t> ReadChunkParts(File* file, const ChunkGeometry& g, const ChunkLocation& loc, uint8_t parts,
-                                void* const dst[3], const std::string& what) {
-  const size_t sizes[3] = {g.PartBytes(0, loc.codec), g.PartBytes(1, loc.codec), g.PartBytes(2, loc.codec)};
+                                void* const dst[kChunkParts], const std::string& what) {
+  size_t sizes[kChunkParts];
+  for (int p = 0; p < kChunkParts; ++p) sizes[p] = g.PartBytes(p, loc.codec);
   size_t bytes = 0;
   int part = 0;
-  while (part < 3) {
-    if (!(parts & (1 << part))) {
+  while (part < kChunkParts) {
+    if (!(parts & (1 << part)) || sizes[part] == 0) {
       ++part;
       continue;
     }
     int last = part;
-    while (last + 1 < 3 && (parts & (1 << (last + 1)))) ++last;
+    while (last + 1 < kChunkParts && (parts & (1 << (last + 1))) && sizes[last + 1] > 0) ++last;
     uint64_t start = loc.offset;
     for (int p = 0; p < part; ++p) start += g.PartStride(p, loc.codec);
     size_t len = 0;

@@ -1,5 +1,5 @@
 // How a (chunk, layer) lies in chunks.dat (docs/store.md, "On disk"): three
-// parts, each padded to 4 KiB so that it can be read alone with direct I/O,
+// parts (four in a store that keeps key digests), each padded to 4 KiB so that it can be read alone with direct I/O,
 // and the checksums that say whether they are intact. One implementation of
 // the read-and-check for the store's reads, its verify and repair.
 #pragma once
@@ -25,8 +25,11 @@ struct ChunkGeometry {
   // quantized. A chunk may be stored with another codec than the store's
   // (int4 stores keep a prefix's first chunk at int8): ChunkLocation says.
   KvCodec codec = KvCodec::kNone;
+  // Whether each (chunk, layer) also stores its keys' digest
+  // (codec/key_digest.h) as part 3, whatever the codec; without, part 3 has no bytes.
+  bool digests = false;
 
-  // Bytes of part 0 (keys), 1 (values) or 2 (probe keys) stored with `c`.
+  // Bytes of part 0 (keys), 1 (values), 2 (probe keys) or 3 (digest) stored with `c`.
   size_t PartBytes(int part, KvCodec c) const;
   size_t KeyBytes() const { return PartBytes(0, codec); }
   size_t ValueBytes() const { return PartBytes(1, codec); }
@@ -36,24 +39,28 @@ struct ChunkGeometry {
   // Padded size of a part stored with `c` (default: the store's codec).
   size_t PartStride(int part, KvCodec c) const;
   size_t PartStride(int part) const { return PartStride(part, codec); }
-  // Bytes one (chunk, layer) takes in chunks.dat: its three padded parts.
-  size_t RecordBytes(KvCodec c) const { return PartStride(0, c) + PartStride(1, c) + PartStride(2, c); }
+  size_t DigestBytes() const { return PartBytes(3, codec); }
+  // Bytes one (chunk, layer) takes in chunks.dat: its padded parts.
+  size_t RecordBytes(KvCodec c) const {
+    return PartStride(0, c) + PartStride(1, c) + PartStride(2, c) + PartStride(3, c);
+  }
   size_t RecordBytes() const { return RecordBytes(codec); }
   // Bytes of one decoded part: keys or values [chunk_tokens][kv_heads][head_dim] in the KV dtype.
   size_t KvBytes() const { return size_t(chunk_tokens) * kv_heads * head_dim * elem_bytes; }
 };
 
-enum ChunkPart : uint8_t { kKeys = 1, kValues = 2, kProbeKeys = 4 };
+enum ChunkPart : uint8_t { kKeys = 1, kValues = 2, kProbeKeys = 4, kDigest = 8 };
+constexpr int kChunkParts = 4;  // the most parts a (chunk, layer) has
 
 // Where one (chunk, layer) lives and what it should hash to.
 struct ChunkLocation {
   uint64_t offset = 0;  // of the keys part in chunks.dat
-  uint32_t crc[3] = {0, 0, 0};  // keys, values, probe keys
+  uint32_t crc[kChunkParts] = {0, 0, 0, 0};  // keys, values, probe keys, digest (0 when none)
   KvCodec codec = KvCodec::kNone;  // how its parts are stored
 };
 
 // Reads the `parts` (ChunkPart bits) of the (chunk, layer) at `loc` from
-// `file` (opened for direct reads) into dst[0..2] (keys, values, probe keys;
+// `file` (opened for direct reads) into dst[0..3] (keys, values, probe keys, digest;
 // PartBytes(part, loc.codec) each, any alignment; only the asked ones are
 // written), checking each part's checksum. Adjacent parts are read with one
 // request. Returns the bytes read. Errors: Corruption for damage to the
@@ -61,6 +68,6 @@ struct ChunkLocation {
 // file), naming `what` ("DIR/chunks.dat: chunk N layer L"); any other read
 // failure is the device's and returned as it is.
 StatusOr<size_t> ReadChunkParts(File* file, const ChunkGeometry& g, const ChunkLocation& loc, uint8_t parts,
-                                void* const dst[3], const std::string& what);
+                                void* const dst[kChunkParts], const std::string& what);
 
 }  // namespace impress

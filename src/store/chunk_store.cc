@@ -43,6 +43,15 @@ Status ChunkStore::CreateOrCheckManifest() {
   if (have.fingerprint != opt_.fingerprint)
     return Status::InvalidArgument(manifest + ": store was written for '" + have.fingerprint + "', not '" +
                                    opt_.fingerprint + "'");
+  // A store that keeps digests serves callers that do not ask for them; the reverse is refused.
+  if (have.geometry.digests && !opt_.geometry.digests) opt_.geometry.digests = true;
+  if (!have.geometry.digests && opt_.geometry.digests) {
+    ChunkGeometry without = opt_.geometry;
+    without.digests = false;
+    if (GeometryText(have.geometry) == GeometryText(without))
+      return Status::InvalidArgument(dir_ + ": the store keeps no chunk digests (written before them, or for systems "
+                                     "that need none); the digest system needs a store made with them: a new --store folder");
+  }
   if (GeometryText(have.geometry) != GeometryText(opt_.geometry))
     return Status::InvalidArgument(manifest + ": store geometry " + GeometryText(have.geometry) + " differs from " +
                                    GeometryText(opt_.geometry));
@@ -130,6 +139,7 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::Open(const std::string& dir, c
   RETURN_IF_ERROR(s->OpenFiles());
   RETURN_IF_ERROR(s->ReplayLog(committed));
   s->io_ = std::make_unique<ThreadPool>(std::max(1, opt.io_threads));
+  RETURN_IF_ERROR(s->LoadDigests());
   return s;
 }
 
@@ -145,6 +155,35 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string
 }
 
 ChunkStore::~ChunkStore() { io_.reset(); }  // reads finish before the files close
+
+Status ChunkStore::LoadDigests() {
+  const ChunkGeometry& g = opt_.geometry;
+  if (!g.digests) return Status::OK();
+  std::vector<std::pair<uint64_t, int>> keys;
+  for (const auto& [k, loc] : index_) keys.push_back(k);
+  std::vector<at::Tensor> got(keys.size());
+  std::vector<ChunkRead> reads;
+  reads.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    got[i] = at::empty({static_cast<int64_t>(g.DigestBytes())}, at::kByte);
+    reads.push_back(ChunkRead{keys[i].first, keys[i].second, kDigest});
+    reads.back().digest = got[i].data_ptr();
+  }
+  RETURN_IF_ERROR(Read(&reads));  // a damaged digest is Corruption naming its chunk: `impress store repair` heals it
+  for (size_t i = 0; i < keys.size(); ++i) digests_[keys[i]] = got[i];
+  return Status::OK();
+}
+
+at::Tensor ChunkStore::Digest(uint64_t chunk_id, int layer) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = digests_.find({chunk_id, layer});
+  return it == digests_.end() ? at::Tensor() : it->second;
+}
+
+uint64_t ChunkStore::digest_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return digests_.size() * opt_.geometry.DigestBytes();
+}  // reads finish before the files close
 
 Status ChunkStore::Commit(const std::vector<EncodedChunk>& writes, const std::string& meta) {
   std::lock_guard<std::mutex> lock(write_mu_);
@@ -174,12 +213,13 @@ Status ChunkStore::CommitLocked(const std::vector<EncodedChunk>& writes, const s
   // writers' lock held: reads go on. Nothing indexes the new parts until the
   // record is durable.
   for (const auto& w : writes) {
-    ChunkLocation loc{off, {0, 0, 0}, w.codec};
+    ChunkLocation loc{off, {0, 0, 0, 0}, w.codec};
     buf.assign(g.RecordBytes(loc.codec), 0);
     size_t at = 0;
-    for (int part = 0; part < 3; ++part) {
+    for (int part = 0; part < kChunkParts; ++part) {
       const size_t n = g.PartBytes(part, loc.codec);
-      const at::Tensor& bytes = w.bytes[part];
+      if (n == 0) continue;
+      const at::Tensor& bytes = part == 3 ? w.digest : w.bytes[part];
       IMPRESS_CHECK(bytes.is_contiguous() && bytes.device().is_cpu() && bytes.nbytes() == n);
       std::memcpy(buf.data() + at, bytes.data_ptr(), n);
       loc.crc[part] = Crc32c(bytes.data_ptr(), n);
@@ -191,8 +231,10 @@ Status ChunkStore::CommitLocked(const std::vector<EncodedChunk>& writes, const s
     counters_.bytes_written += buf.size();
   }
   RETURN_IF_ERROR(data_->Sync());
-  RETURN_IF_ERROR(AppendLog(CommitPayload(meta, added, g.codec)));
+  RETURN_IF_ERROR(AppendLog(CommitPayload(meta, added, g)));
   std::lock_guard<std::mutex> lock(mu_);
+  if (g.digests)
+    for (const EncodedChunk& w : writes) digests_[{w.chunk_id, w.layer}] = w.digest;
   for (const StoredChunk& c : added) {
     auto [it, fresh] = index_.insert({{c.id, c.layer}, c.loc});
     if (!fresh) {
@@ -217,6 +259,7 @@ Status ChunkStore::AppendLog(const std::string& payload) {
 void ChunkStore::EraseLocked(const std::vector<uint64_t>& ids, std::vector<std::pair<uint64_t, uint64_t>>* extents) {
   for (uint64_t id : ids) {  // an id's layers are adjacent in the index
     damaged_.erase(id);
+    digests_.erase(digests_.lower_bound({id, 0}), digests_.lower_bound({id + 1, 0}));
     for (auto it = index_.lower_bound({id, 0}); it != index_.end() && it->first.first == id;) {
       extents->push_back({it->second.offset, opt_.geometry.RecordBytes(it->second.codec)});
       it = index_.erase(it);
@@ -363,7 +406,7 @@ Status ChunkStore::ReadOne(ChunkRead* read) {
                            " is not stored");
     loc = it->second;
   }
-  void* const dst[3] = {r.keys, r.values, r.probe};
+  void* const dst[kChunkParts] = {r.keys, r.values, r.probe, r.digest};
   StatusOr<size_t> bytes = ReadChunkParts(direct_.get(), opt_.geometry, loc, r.parts, dst,
                                           dir_ + "/chunks.dat: chunk " + std::to_string(r.chunk_id) + " layer " +
                                               std::to_string(r.layer));
@@ -397,9 +440,10 @@ Status ChunkStore::VerifyEach(uint64_t* chunks_checked, std::vector<DamagedChunk
     for (const auto& [k, v] : index_) keys.push_back(k);
   }
   const ChunkGeometry& g = opt_.geometry;
-  std::vector<uint8_t> k(g.MaxPartBytes(0)), v(g.MaxPartBytes(1)), p(g.MaxPartBytes(2));
+  std::vector<uint8_t> k(g.MaxPartBytes(0)), v(g.MaxPartBytes(1)), p(g.MaxPartBytes(2)), d(g.DigestBytes());
+  const uint8_t every = kKeys | kValues | kProbeKeys | (g.digests ? kDigest : 0);
   for (const auto& [id, layer] : keys) {
-    ChunkRead r{id, layer, kKeys | kValues | kProbeKeys, k.data(), v.data(), p.data()};
+    ChunkRead r{id, layer, every, k.data(), v.data(), p.data(), d.data()};
     const Status s = ReadOne(&r);
     if (s.IsCorruption()) damaged->push_back({id, layer, s.message()});
     else if (!s.ok()) return s;

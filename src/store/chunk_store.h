@@ -54,6 +54,7 @@ struct ChunkRead {
   void* keys = nullptr;    // room for MaxPartBytes(part) each, when the part is asked for
   void* values = nullptr;
   void* probe = nullptr;
+  void* digest = nullptr;  // room for geometry().DigestBytes(), when kDigest is asked for
   KvCodec codec = KvCodec::kNone;  // out: how the parts read are encoded
 };
 
@@ -78,7 +79,9 @@ struct DamagedChunk {
 class ChunkStore {
  public:
   // Opens or creates the store in `dir`. Errors: another fingerprint or
-  // geometry, an unreadable manifest, I/O failures. `committed` receives the
+  // geometry (a store that keeps digests opens for a caller that does not
+  // ask for them, with its geometry's), an unreadable manifest, I/O failures
+  // or a damaged digest (a store that keeps digests reads them all here). `committed` receives the
   // metadata of every committed record, in order, for the caller to replay.
   static StatusOr<std::unique_ptr<ChunkStore>> Open(const std::string& dir, const StoreOptions& opt,
                                                      std::vector<std::string>* committed);
@@ -128,6 +131,13 @@ class ChunkStore {
   // Size of the log file.
   uint64_t LogBytes() const;
 
+  // The digest (codec/key_digest.h, uint8 on the host) of a stored (chunk,
+  // layer), held in memory since it was stored or the store opened; undefined
+  // where the store keeps no digests or has no such chunk.
+  at::Tensor Digest(uint64_t chunk_id, int layer) const;
+  // Bytes of the digests held.
+  uint64_t digest_bytes() const;
+
   const ChunkGeometry& geometry() const { return opt_.geometry; }
   const std::string& fingerprint() const { return opt_.fingerprint; }
   const std::string& dir() const { return dir_; }
@@ -147,6 +157,8 @@ class ChunkStore {
   Status OpenFiles();
   // Rebuilds index_ from the log (cutting a torn tail) and places data_end_.
   Status ReplayLog(std::vector<std::string>* committed);
+  // Reads every stored (chunk, layer)'s digest into digests_ (geometry.digests only).
+  Status LoadDigests();
   Status ReadOne(ChunkRead* r);
   // Commit's and Replace's body: writes the parts past the end, syncs, logs
   // `meta` and indexes them, appending the extents they displace.
@@ -183,6 +195,7 @@ class ChunkStore {
   mutable std::mutex mu_;  // guards index_, damaged_ and the log_ pointer; held only briefly, never across I/O
   std::map<std::pair<uint64_t, int>, ChunkLocation> index_;
   std::set<uint64_t> damaged_;  // GUARDED_BY(mu_): chunk ids a read found damaged
+  std::map<std::pair<uint64_t, int>, at::Tensor> digests_;  // GUARDED_BY(mu_): (chunk, layer) -> its digest
   std::unique_ptr<ThreadPool> io_;
   StoreCounters counters_;
 };

@@ -40,8 +40,10 @@ void ParseEntry(const json& rec, const ChunkGeometry& g, LogEntry* e) {
     StoredChunk s;
     s.loc.offset = GetInteger<uint64_t>(c.at("off"));
     const json& crc = c.at("crc");
-    if (crc.size() != 3) throw std::invalid_argument("a chunk has " + std::to_string(crc.size()) + " checksums, not 3");
-    for (int i = 0; i < 3; ++i) s.loc.crc[i] = GetInteger<uint32_t>(crc.at(i));
+    const size_t parts = g.digests ? 4 : 3;  // the digest's checksum only where the store keeps digests
+    if (crc.size() != parts)
+      throw std::invalid_argument("a chunk has " + std::to_string(crc.size()) + " checksums, not " + std::to_string(parts));
+    for (size_t i = 0; i < parts; ++i) s.loc.crc[i] = GetInteger<uint32_t>(crc.at(i));
     s.layer = GetInteger<int>(c.at("layer"));
     if (s.layer < 0 || s.layer >= layers) throw std::invalid_argument("layer " + std::to_string(s.layer) + " out of range");
     if (s.loc.offset % kDirectAlign != 0 || s.loc.offset > (uint64_t{1} << 56))
@@ -84,11 +86,12 @@ std::string LogRecord(const std::string& payload) {
   return rec + payload;
 }
 
-std::string CommitPayload(const std::string& meta, const std::vector<StoredChunk>& chunks, KvCodec store_codec) {
+std::string CommitPayload(const std::string& meta, const std::vector<StoredChunk>& chunks, const ChunkGeometry& g) {
   json list = json::array();
   for (const StoredChunk& c : chunks) {
-    list.push_back({{"id", c.id}, {"layer", c.layer}, {"off", c.loc.offset}, {"crc", c.loc.crc}});
-    if (c.loc.codec != store_codec) list.back()["codec"] = KvCodecName(c.loc.codec);
+    const std::vector<uint32_t> crc(c.loc.crc, c.loc.crc + (g.digests ? 4 : 3));
+    list.push_back({{"id", c.id}, {"layer", c.layer}, {"off", c.loc.offset}, {"crc", crc}});
+    if (c.loc.codec != g.codec) list.back()["codec"] = KvCodecName(c.loc.codec);
   }
   return json{{"meta", meta}, {"chunks", std::move(list)}}.dump();
 }

@@ -34,8 +34,9 @@ struct LogEntry {
 // `payload` framed as one record.
 std::string LogRecord(const std::string& payload);
 // The payloads of a commit (the caller's `meta` and the chunks it stores) and of a free.
-// A chunk stored with another codec than the store's (`store_codec`) says so.
-std::string CommitPayload(const std::string& meta, const std::vector<StoredChunk>& chunks, KvCodec store_codec);
+// A chunk stored with another codec than the store's (g.codec) says so; a
+// chunk has four checksums where the store keeps digests (g.digests), else three.
+std::string CommitPayload(const std::string& meta, const std::vector<StoredChunk>& chunks, const ChunkGeometry& g);
 std::string FreePayload(const std::vector<uint64_t>& ids);
 
 // Reads records from the start of `log` up to the first that is not whole

@@ -18,6 +18,7 @@ json GeometryJson(const ChunkGeometry& g) {
   json j = {{"chunk_tokens", g.chunk_tokens}, {"layers", g.layers}, {"kv_heads", g.kv_heads},
             {"head_dim", g.head_dim}, {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}};
   if (g.codec != KvCodec::kNone) j["codec"] = KvCodecName(g.codec);  // absent: the values themselves
+  if (g.digests) j["digests"] = true;  // absent: no key digests
   return j;
 }
 
@@ -64,6 +65,7 @@ StatusOr<StoreIdentity> ReadManifest(Env* env, const std::string& dir) {
       }
       id.geometry.codec = *c;
     }
+    if (g.contains("digests")) id.geometry.digests = g.at("digests").get<bool>();
     id.fingerprint = j.at("fingerprint").get<std::string>();
   } catch (const std::exception& e) {
     return Status::Corruption(manifest + ": corrupt manifest: " + e.what());

@@ -1,0 +1,28 @@
+// A chunk's key digest: its keys [C, Hkv, d] at 4 bits, each channel
+// quantized between its minimum and maximum over the chunk's tokens (the
+// int4 key codec, KIVI's grouping). It holds Quest's digest (per channel the
+// min and the max: codes 0 and 15 decode to them) and, per token, where its
+// key lies between them: enough to rank a chunk's tokens for a query
+// without reading its keys. The digest system (select/digest.cc) scores
+// chunks from it; a store that keeps digests writes one per (chunk, layer)
+// and holds them all in host memory (store/chunk_store.h).
+#pragma once
+
+#include <cstddef>
+
+#include <ATen/core/Tensor.h>
+
+#include "codec/kv_codec.h"
+
+namespace impress {
+
+constexpr KvCodec kDigestCodec = KvCodec::kInt4;
+
+// Bytes of the digest of a chunk of `tokens` tokens, `heads` KV heads of `dim`.
+size_t DigestBytes(int tokens, int heads, int dim);
+// The digest (uint8, DigestBytes long) of keys [C, heads, d] (any floating dtype; rounded to fp16 first).
+at::Tensor EncodeDigest(const at::Tensor& keys);
+// The keys a digest gives: [C, heads, d] fp16, on the digest's device.
+at::Tensor DecodeDigest(const at::Tensor& digest, int64_t tokens, int64_t heads, int64_t dim);
+
+}  // namespace impress

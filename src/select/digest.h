@@ -1,0 +1,51 @@
+// The digest system's steps (select/digest.cc), as pure functions on
+// tensors: each chunk's keys seen through its digest (codec/key_digest.h),
+// chunk scores from them, the layer's chunk order and the kept positions.
+#pragma once
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+#include "select/importance.h"
+
+namespace impress {
+
+// `keys` [Hkv, P, d] with each run of `chunk_tokens` positions (the last may
+// be short) put through its digest and back, as a store that keeps digests
+// serves them: [Hkv, P, d] in keys' dtype, on its device.
+at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens);
+
+// How chunks are scored from their digests.
+enum class DigestScore : uint8_t {
+  kKeys,   // H2O's importance over the digest's keys, summed over each chunk's tokens
+  kBound,  // Quest's: per query row, a softmax over chunks of the bound sum_d max(q_d min_d, q_d max_d)
+           // from the chunk's per-channel min and max, summed over the rows
+};
+
+// Each chunk's score for each KV group [Hkv, C] fp32: the chunk scores of
+// each query head (rows as `shape` names them; `shape.pool` is ignored),
+// the best over the group's query heads.
+//   q [Hq, T, d] new tokens' queries (RoPE applied, unscaled); new_k [Hkv, T, d];
+//   digest_keys [Hkv, P, d] (PrefixSource::DigestKeys); chunk_of [P] int64
+//   names each position's chunk, 0..n_chunks-1.
+at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys, const at::Tensor& new_k,
+                             float scale, const ImportanceShape& shape, const at::Tensor& chunk_of,
+                             int64_t n_chunks, DigestScore how);
+
+// How the KV groups' chunk scores [Hkv, C] make the layer's one order.
+enum class DigestGroups : uint8_t {
+  kRank,  // by a chunk's best rank in any group (each group's best chunks first), ties by its best share
+  kSum,   // by its shares of each group's total, summed over the groups
+};
+
+// The layer's chunks, best first: [C] int64 on the host. Ties: the lower chunk.
+at::Tensor DigestChunkOrder(const at::Tensor& scores, DigestGroups how);
+
+// The positions (ascending, int64, host) of whole chunks: those holding the
+// first `sink` and the last `recent` positions, then chunks in `order` while
+// fewer than k positions are kept.
+at::Tensor DigestKeptPositions(const at::Tensor& order, const at::Tensor& chunk_of, int64_t n_chunks, int64_t k,
+                               int64_t sink, int64_t recent);
+
+}  // namespace impress

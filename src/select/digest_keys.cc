@@ -1,0 +1,61 @@
+// Chunk scores from digests: the keys a digest gives, and the two ways of
+// scoring chunks from them (select/digest.h).
+#include <ATen/ATen.h>
+
+#include <limits>
+
+#include "codec/key_digest.h"
+#include "common/status.h"
+#include "select/digest.h"
+
+namespace impress {
+
+at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens) {
+  const int64_t h = keys.size(0), p = keys.size(1), d = keys.size(2);
+  const at::Tensor host = keys.to(at::kCPU, at::kHalf).transpose(0, 1).contiguous();  // [P, Hkv, d]
+  at::Tensor out = at::empty_like(host);
+  for (int64_t s = 0; s < p; s += chunk_tokens) {
+    const int64_t n = std::min(chunk_tokens, p - s);
+    out.narrow(0, s, n).copy_(DecodeDigest(EncodeDigest(host.narrow(0, s, n).contiguous()), n, h, d));
+  }
+  return out.transpose(0, 1).to(keys.device(), keys.scalar_type()).contiguous();
+}
+
+namespace {
+
+// Quest's bound for every query row and chunk: [Hq, T, C].
+at::Tensor QuestBounds(const at::Tensor& q, const at::Tensor& digest_keys, float scale, const at::Tensor& chunk_of,
+                       int64_t n_chunks) {
+  const int64_t hq = q.size(0), t = q.size(1), hkv = digest_keys.size(0), p = digest_keys.size(1),
+                d = digest_keys.size(2), g = hq / hkv;
+  const at::Tensor kf = digest_keys.to(at::kFloat);
+  const at::Tensor idx = chunk_of.to(kf.device(), at::kLong).view({1, p, 1}).expand({hkv, p, d});
+  const float inf = std::numeric_limits<float>::infinity();
+  const at::Tensor lo = at::full({hkv, n_chunks, d}, inf, kf.options()).scatter_reduce_(1, idx, kf, "amin", true);
+  const at::Tensor hi = at::full({hkv, n_chunks, d}, -inf, kf.options()).scatter_reduce_(1, idx, kf, "amax", true);
+  // max(q min, q max) summed over d = q+ . max + q- . min.
+  const at::Tensor qf = (q.to(at::kFloat) * scale).reshape({hkv, g * t, d});
+  return (at::bmm(qf.clamp_min(0), hi.transpose(1, 2)) + at::bmm(qf.clamp_max(0), lo.transpose(1, 2)))
+      .view({hq, t, n_chunks});
+}
+
+}  // namespace
+
+at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys, const at::Tensor& new_k,
+                             float scale, const ImportanceShape& shape, const at::Tensor& chunk_of,
+                             int64_t n_chunks, DigestScore how) {
+  const int64_t hq = q.size(0), t = q.size(1), hkv = digest_keys.size(0);
+  IMPRESS_CHECK(hq % hkv == 0 && chunk_of.numel() == digest_keys.size(1));
+  at::Tensor per_head;  // [Hq, C]
+  if (how == DigestScore::kBound) {
+    const bool windowed = shape.window > 0 && shape.window < t;
+    const at::Tensor rows = windowed ? q.narrow(1, t - shape.window, shape.window) : q;
+    per_head = at::softmax(QuestBounds(rows, digest_keys, scale, chunk_of, n_chunks), -1).sum(1);
+  } else {
+    const at::Tensor imp = ShapedImportance(q, digest_keys, new_k, scale, ImportanceShape{shape.window, 1});
+    per_head = at::zeros({hq, n_chunks}, imp.options()).index_add_(1, chunk_of.to(imp.device(), at::kLong), imp);
+  }
+  return std::get<0>(per_head.view({hkv, hq / hkv, n_chunks}).max(1));
+}
+
+}  // namespace impress
