@@ -117,6 +117,8 @@ void AddDigestFlags(CLI::App* cmd, DigestOptions* d) {
       ->check(NonNegativeNumber());
   cmd->add_option("--dense-layers", d->dense_layers, "digest: the first N layers keep every prefix token")
       ->check(NonNegativeNumber());
+  cmd->add_option("--digest-window", d->window, "digest: chunks scored by the last N query rows (0: every row)")
+      ->check(NonNegativeNumber());
   cmd->add_option("--digest-score", d->score,
                   "digest: chunks scored by importance over the digest's keys (keys) or by Quest's bound from their min and max (bound)")
       ->transform(CLI::CheckedTransformer(scores));

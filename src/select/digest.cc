@@ -82,7 +82,7 @@ class DigestMethod final : public SelectionMethod {
     at::Tensor digest_keys;
     RETURN_IF_ERROR(src.DigestKeys(l, &digest_keys));
     const at::Tensor chunk_of = src.ChunkOf(l);
-    const at::Tensor scores = ReadBack(DigestChunkScores(qkv.q, digest_keys, qkv.k, qkv.scale, opt_.importance,
+    const at::Tensor scores = ReadBack(DigestChunkScores(qkv.q, digest_keys, qkv.k, qkv.scale, opt_.digest.window,
                                                          chunk_of, src.chunks(), opt_.digest.score),
                                        l, obs);
     if (obs != nullptr) obs->OnStepEnd(l, SelectStep::kImportance);

@@ -24,13 +24,13 @@ enum class DigestScore : uint8_t {
 };
 
 // Each chunk's score for each KV group [Hkv, C] fp32: the chunk scores of
-// each query head (rows as `shape` names them; `shape.pool` is ignored),
-// the best over the group's query heads.
+// each query head from its last `window` rows (0: every row), the best over
+// the group's query heads.
 //   q [Hq, T, d] new tokens' queries (RoPE applied, unscaled); new_k [Hkv, T, d];
 //   digest_keys [Hkv, P, d] (PrefixSource::DigestKeys); chunk_of [P] int64
 //   names each position's chunk, 0..n_chunks-1.
 at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys, const at::Tensor& new_k,
-                             float scale, const ImportanceShape& shape, const at::Tensor& chunk_of,
+                             float scale, int64_t window, const at::Tensor& chunk_of,
                              int64_t n_chunks, DigestScore how);
 
 // How the KV groups' chunk scores [Hkv, C] make the layer's one order.

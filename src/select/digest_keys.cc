@@ -42,17 +42,16 @@ at::Tensor QuestBounds(const at::Tensor& q, const at::Tensor& digest_keys, float
 }  // namespace
 
 at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys, const at::Tensor& new_k,
-                             float scale, const ImportanceShape& shape, const at::Tensor& chunk_of,
+                             float scale, int64_t window, const at::Tensor& chunk_of,
                              int64_t n_chunks, DigestScore how) {
   const int64_t hq = q.size(0), t = q.size(1), hkv = digest_keys.size(0);
   IMPRESS_CHECK(hq % hkv == 0 && chunk_of.numel() == digest_keys.size(1));
   at::Tensor per_head;  // [Hq, C]
   if (how == DigestScore::kBound) {
-    const bool windowed = shape.window > 0 && shape.window < t;
-    const at::Tensor rows = windowed ? q.narrow(1, t - shape.window, shape.window) : q;
+    const at::Tensor rows = window > 0 && window < t ? q.narrow(1, t - window, window) : q;
     per_head = at::softmax(QuestBounds(rows, digest_keys, scale, chunk_of, n_chunks), -1).sum(1);
   } else {
-    const at::Tensor imp = ShapedImportance(q, digest_keys, new_k, scale, ImportanceShape{shape.window, 1});
+    const at::Tensor imp = ShapedImportance(q, digest_keys, new_k, scale, ImportanceShape{window, 1});
     per_head = at::zeros({hq, n_chunks}, imp.options()).index_add_(1, chunk_of.to(imp.device(), at::kLong), imp);
   }
   return std::get<0>(per_head.view({hkv, hq / hkv, n_chunks}).max(1));

@@ -40,12 +40,13 @@ struct DigestOptions {
   int64_t sink_tokens = 64;    // the prefix's first tokens (their chunks) are always kept
   int64_t recent_tokens = 0;   // likewise its last tokens
   int dense_layers = 0;        // the first layers keep every token
+  int64_t window = 16;         // chunks are scored by the last `window` query rows (0: every row)
   DigestScore score = DigestScore::kKeys;
   DigestGroups groups = DigestGroups::kRank;
 };
 const std::vector<std::string>& DigestScoreNames();   // "keys", "bound": indexed by DigestScore
 const std::vector<std::string>& DigestGroupsNames();  // "rank", "sum": indexed by DigestGroups
-// {"sink_tokens", "recent_tokens", "dense_layers", "score", "groups"}: what runs and evals record.
+// {"sink_tokens", "recent_tokens", "dense_layers", "window", "score", "groups"}: what runs and evals record.
 nlohmann::ordered_json DigestJson(const DigestOptions& d);
 
 struct SelectorOptions {
@@ -60,7 +61,7 @@ struct SelectorOptions {
   // The rows and smoothing of H2O's and the probe heads' importance
   // (importance.h); the default is the papers' sum over every query row.
   ImportanceShape importance;
-  DigestOptions digest;  // SelectorKind::kDigest's; its rows are importance.window's (pool unused)
+  DigestOptions digest;  // SelectorKind::kDigest's (it reads no `importance`)
 };
 
 // `opt` for one request whose context is `tokens`: the random control's
