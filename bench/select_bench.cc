@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench_provenance.h"
+#include "codec/key_digest.h"
 #include "common/runtime.h"
 #include "engine/prefix_store.h"
 #include "engine/request.h"
@@ -32,6 +33,7 @@
 #include "model/attention.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "select/digest.h"
 #include "select/importance.h"
 #include "select/selector.h"
 
@@ -123,6 +125,37 @@ void Select(benchmark::State& state, SelectorKind kind, double alpha) {
 void BM_SelectH2O(benchmark::State& state) { Select(state, SelectorKind::kH2O, 0.6); }
 void BM_SelectItfTrusted(benchmark::State& state) { Select(state, SelectorKind::kItf, 50.0); }
 void BM_SelectItfFallback(benchmark::State& state) { Select(state, SelectorKind::kItf, 0.0); }
+// From memory, so each call also makes the prefix's digests (eval's path; a store holds them).
+void BM_SelectDigestFromMemory(benchmark::State& state) { Select(state, SelectorKind::kDigest, 0.6); }
+
+// The digest system's steps as a store-backed layer runs them: the resident
+// digests decoded and stacked, chunks scored, ordered and kept.
+void BM_DigestDecode(benchmark::State& state) {
+  const int64_t c = 64, n = kPrefix / c;
+  std::vector<at::Tensor> digests;
+  for (int64_t i = 0; i < n; ++i) digests.push_back(EncodeDigest(at::randn({c, kHkv, kD}).to(at::kHalf)));
+  for (auto _ : state) {
+    std::vector<at::Tensor> keys;
+    for (const at::Tensor& d : digests) keys.push_back(DecodeDigest(d, c, kHkv, kD));
+    benchmark::DoNotOptimize(StackChunkRows(keys, {}, at::kFloat));
+  }
+}
+
+void BM_DigestChunkScores(benchmark::State& state) {
+  const at::Tensor chunk_of = at::arange(kPrefix, at::kLong).div(64, "floor");
+  Cycle(state, MakeInputs(state.range(0)), [&](const Inputs& in) {
+    benchmark::DoNotOptimize(
+        DigestChunkScores(in.qkv.q, in.pk, in.qkv.k, in.qkv.scale, 16, chunk_of, kPrefix / 64, DigestScore::kKeys));
+  });
+}
+
+void BM_DigestOrderAndPositions(benchmark::State& state) {
+  const at::Tensor chunk_of = at::arange(kPrefix, at::kLong).div(64, "floor");
+  const at::Tensor scores = at::rand({kHkv, kPrefix / 64});
+  for (auto _ : state)
+    benchmark::DoNotOptimize(DigestKeptPositions(DigestChunkOrder(scores, DigestGroups::kRank), chunk_of,
+                                                 kPrefix / 64, kPrefix / 4, 64, 0));
+}
 
 // H2O's importance: every head's attention weights over the prefix.
 void BM_H2OImportance(benchmark::State& state) {
@@ -277,6 +310,10 @@ BENCHMARK(BM_AttendJoinPrefixKv)->NEW_TOKENS;
 BENCHMARK(BM_SelectH2O)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfTrusted)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
+BENCHMARK(BM_SelectDigestFromMemory)->NEW_TOKENS;
+BENCHMARK(BM_DigestDecode)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DigestChunkScores)->NEW_TOKENS;
+BENCHMARK(BM_DigestOrderAndPositions)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_H2OImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportanceWithRoom)->NEW_TOKENS;

@@ -18,7 +18,8 @@ nlohmann::ordered_json DefaultRegressionSpec() {
   // random 0.20 on these), so a selection that keeps the wrong tokens moves acc
   // by several questions.
   spec["config"]["retrieval"] = {
-      {"systems", std::vector<std::string>{system_name::kRecomp, system_name::kH2oLru, system_name::kImpress}},
+      {"systems", std::vector<std::string>{system_name::kRecomp, system_name::kH2oLru, system_name::kImpress,
+                                           system_name::kDigest}},
       {"prefix_tokens", 1024},
       {"limit", 40}};
   // acc moves in steps of 1/limit: one document may flip on another CPU's
