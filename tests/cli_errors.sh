@@ -91,6 +91,18 @@ for _ in $(seq 100); do [ -e "$tmp/locked" ] && break; sleep 0.1; done  # until 
 expect "store in use" "$st: in use by another process" -- store compact --store "$st"
 kill "$holder"; wait "$holder" 2>/dev/null
 
+# The digest system needs a store that keeps digests; a store made without them is refused, and
+# so is the shared tier (adopted chunks carry none).
+nd=$tmp/nodigests data=$(dirname "$0")/../data
+if ! "$bin" run --model "$src" --data "$data" --task piqa --system as --pool 1 --prefix-tokens 64 --requests 1 \
+  --warmup 0 --chunk 16 --store "$nd" >/dev/null 2>"$tmp/err"; then
+  echo "FAIL making a store without digests:"; sed 's/^/    /' "$tmp/err"; failures=$((failures + 1))
+fi
+expect "digest on a store without digests" "$nd: the store keeps no chunk digests" -- run --model "$src" \
+  --data "$data" --task piqa --system digest --pool 1 --prefix-tokens 64 --requests 1 --warmup 0 --chunk 16 --store "$nd"
+expect "digest with the shared tier" "--system digest does not run with --remote yet" -- run --model "$src" \
+  --system digest --remote redis://127.0.0.1:1 --store "$tmp/digest_remote"
+expect "unknown digest score" "--digest-score: bogus not in {keys,bound}" -- eval --model "$src" --digest-score bogus
 expect "unknown ITF unit" "--itf-unit: bogus not in {token,chunk} (--help lists the options)" -- eval --model "$src" --itf-unit bogus
 expect "chunk of 0 tokens" "--chunk: must be a positive number, not '0' (--help lists the options)" -- run --model "$src" --chunk 16,0
 expect "unknown option" "The following argument was not expected: --bogus" -- run --model "$src" --bogus
@@ -111,7 +123,7 @@ figures=$("$bin" list figures | wc -l)
 tasks=$("$bin" list tasks | paste -sd,)
 codecs=$("$bin" list codecs | paste -sd,)
 if [ "$systems" = "recomp,as,h2o-lru,h2o-lfu,impress-itf,impress-itf-ro,impress" ] &&
-   [ "$every" = "$systems,random,static" ] && [ "$figures" -eq 18 ] &&
+   [ "$every" = "$systems,random,static,digest" ] && [ "$figures" -eq 18 ] &&
    [ "$tasks" = "piqa,rte,copa,openbookqa,retrieval" ] && [[ "$codecs" == fp16,int8,int4,k8v4* ]]; then  # stores record these; new codecs come after
   passed=$((passed + 1))
 else

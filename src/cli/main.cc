@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <map>
+#include <algorithm>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -106,11 +106,23 @@ void AddImportanceFlags(CLI::App* cmd, int64_t* window, int64_t* pool) {
       ->check(PositiveNumber());
 }
 
+namespace {
+// An option naming one of `names`, stored as its index (an enum of that order).
+template <typename Enum>
+void AddNamedOption(CLI::App* cmd, const char* flag, const std::vector<std::string>& names, Enum* out,
+                    const char* help) {
+  cmd->add_option_function<std::string>(
+         flag,
+         [&names, out](const std::string& v) {
+           *out = static_cast<Enum>(std::find(names.begin(), names.end(), v) - names.begin());
+         },
+         help)
+      ->check(CLI::IsMember(names))
+      ->default_str(names[static_cast<size_t>(*out)]);
+}
+}  // namespace
+
 void AddDigestFlags(CLI::App* cmd, DigestOptions* d) {
-  std::map<std::string, DigestScore> scores;
-  for (size_t i = 0; i < DigestScoreNames().size(); ++i) scores[DigestScoreNames()[i]] = static_cast<DigestScore>(i);
-  std::map<std::string, DigestGroups> groups;
-  for (size_t i = 0; i < DigestGroupsNames().size(); ++i) groups[DigestGroupsNames()[i]] = static_cast<DigestGroups>(i);
   cmd->add_option("--sink-tokens", d->sink_tokens, "digest: always keep the chunks of the prefix's first N tokens")
       ->check(NonNegativeNumber());
   cmd->add_option("--recent-tokens", d->recent_tokens, "digest: always keep the chunks of the prefix's last N tokens")
@@ -119,12 +131,11 @@ void AddDigestFlags(CLI::App* cmd, DigestOptions* d) {
       ->check(NonNegativeNumber());
   cmd->add_option("--digest-window", d->window, "digest: chunks scored by the last N query rows (0: every row)")
       ->check(NonNegativeNumber());
-  cmd->add_option("--digest-score", d->score,
-                  "digest: chunks scored by importance over the digest's keys (keys) or by Quest's bound from their min and max (bound)")
-      ->transform(CLI::CheckedTransformer(scores));
-  cmd->add_option("--digest-groups", d->groups,
-                  "digest: the layer's chunk order from the KV groups' scores: rank (each group's best first) or sum")
-      ->transform(CLI::CheckedTransformer(groups));
+  AddNamedOption(cmd, "--digest-score", DigestScoreNames(), &d->score,
+                 "digest: chunks scored by importance over the digest's keys (keys) or by Quest's bound from their "
+                 "min and max (bound)");
+  AddNamedOption(cmd, "--digest-groups", DigestGroupsNames(), &d->groups,
+                 "digest: the layer's chunk order from the KV groups' scores: rank (each group's best first) or sum");
 }
 
 void ApplyRuntimeFlags(const RuntimeFlags& flags) {
