@@ -5,7 +5,7 @@
 # JSON and per-question samples (for scripts/paired_test.py) go to OUT/rR/.
 #   scripts/digest_accuracy.sh BUILD OUT [STEPS]
 # STEPS (default "retention options"): retention runs 5, 10, 25, 50%;
-# options runs each variant at 25%, and three of them at 10%.
+# options runs each variant at 25%, and four of them at 10%.
 set -euo pipefail
 build=${1:?usage: digest_accuracy.sh BUILD OUT [STEPS]}; out=${2:?}; steps=${3:-retention options}
 model=${MODEL:-models/smollm2-135m}
@@ -33,9 +33,10 @@ for step in $steps; do
       run "$r" digest-chunk16 --chunk 16
       run "$r" digest-chunk32 --chunk 32
       r=0.10
+      run "$r" digest-chunk16 --chunk 16
+      run "$r" digest-chunk32 --chunk 32
       run "$r" digest-sink0 --sink-tokens 0
-      run "$r" digest-groups-sum --digest-groups sum
-      run "$r" digest-chunk32 --chunk 32 ;;
+      run "$r" digest-groups-sum --digest-groups sum ;;
     *) echo "digest_accuracy.sh: unknown step '$step'" >&2; exit 1 ;;
   esac
 done

@@ -101,6 +101,14 @@ void PrintDamageAndSpeculation(const RunResults& result, std::FILE* out) {
     std::fprintf(out, "\n%s speculative K/V: %.1f (chunk, layer) pairs read ahead per request, %.1f%% of them needed\n",
                  r.system.c_str(), r.speculated_chunks_per_request, 100.0 * r.speculated_used_share);
   }
+  for (const RunResult& r : result.runs) {
+    int64_t digest = 0, disk = 0;
+    for (const RequestRow& x : r.per_request) digest += x.digest_bytes, disk += x.disk_bytes;
+    if (digest <= 0 || r.per_request.empty()) continue;
+    const double n = static_cast<double>(r.per_request.size());
+    std::fprintf(out, "\n%s: %.1f MB of resident key digests scored per request (host memory), beside %.1f MB read from disk\n",
+                 r.system.c_str(), static_cast<double>(digest) / n / 1e6, static_cast<double>(disk) / n / 1e6);
+  }
 }
 
 // Reordering: what it rewrote, and its metadata against the chunks it describes.

@@ -39,6 +39,8 @@ nlohmann::ordered_json RunResult::ToJson() const {
                     {"select_ms", x.select_ms}, {"reused_tokens", x.reused_tokens}, {"disk_bytes", x.disk_bytes},
                     {"remote_bytes", x.remote_bytes}, {"kv_chunks", x.kv_chunks},
                     {"recomputed_after_error", x.recomputed_after_error}, {"healed_chunks", x.healed_chunks}, {"pred", x.pred}, {"loglik", x.loglik}});
+  for (size_t i = 0; i < per_request.size(); ++i)  // only where digests were scored: other runs' JSON stays as it was
+    if (per_request[i].digest_bytes > 0) rows[i]["digest_bytes"] = per_request[i].digest_bytes;
   nlohmann::ordered_json by_tier;
   for (Tier t : kTiers) by_tier[TierName(t)] = bytes_read[t];
   nlohmann::ordered_json j = {

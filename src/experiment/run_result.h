@@ -29,6 +29,7 @@ struct RequestRow {
   int64_t healed_chunks = 0;
   int pred = 0;
   std::vector<double> loglik;  // per choice
+  int64_t digest_bytes = 0;    // resident key digests scored (the digest system; host memory)
 };
 
 // What opening the store computed or adopted from a backend below the disk.

@@ -230,7 +230,8 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
     if (static_cast<int>(i) < o.warmup) continue;
     run.per_request.push_back({r.prefix, r.doc, trace.ttft_ms, trace.io_ms, trace.select_ms, trace.reused_tokens,
                                trace.load.bytes[Tier::kDisk], trace.load.bytes[Tier::kRemote], trace.kv_chunks(),
-                               trace.recomputed_after_error, trace.healed_chunks, score.pred, score.loglik});
+                               trace.recomputed_after_error, trace.healed_chunks, score.pred, score.loglik,
+                               trace.digest_bytes});
     run.Add(trace, layers);
     run.correct += score.pred == doc.gold;
     run.n++;
