@@ -82,20 +82,23 @@ bench: build
 	$(BUILD)/impress_codec_bench
 
 # The main job in about two minutes on two cores: TTFT and I/O of IMPRESS
-# against its baselines over a request stream (token unit, then the chunk
-# unit on the same store), then accuracy behind the same kind of prefix.
+# and this project's digest system against the baselines over a request
+# stream (token unit, then the chunk unit on the same store, which keeps
+# digests), then accuracy behind the same kind of prefix.
 DEMO_RUN := --model $(MODEL) --task piqa --retention 0.25 --pool 4 --prefix-tokens 1024 --requests 8 \
-            --warmup 4 --gpu-cache 8M --cpu-cache 16M --store $(BUILD)/demo-store
+            --warmup 4 --gpu-cache 8M --cpu-cache 16M --store $(BUILD)/demo-store-digests
 DEMO_EVAL := --model $(MODEL) --task piqa --retention 0.25 --prefix-tokens 1024 --limit 30
 # Where the prefix decides the answer: 40 retrieval questions over 1K-token haystacks.
 DEMO_RETRIEVAL := --model $(MODEL) --task retrieval --retention 0.25 --prefix-tokens 1024 --limit 40
 demo: build model data
-	$(BUILD)/impress run $(DEMO_RUN) --system recomp,as,h2o-lfu,impress
+	$(BUILD)/impress run $(DEMO_RUN) --system recomp,as,h2o-lfu,impress,digest
 	$(BUILD)/impress run $(DEMO_RUN) --system h2o-lfu,impress --itf-unit chunk
 	$(BUILD)/impress eval $(DEMO_EVAL) --system h2o-lru
 	$(BUILD)/impress eval $(DEMO_EVAL) --system impress-itf
+	$(BUILD)/impress eval $(DEMO_EVAL) --system digest
 	$(BUILD)/impress eval $(DEMO_RETRIEVAL) --system h2o-lru
 	$(BUILD)/impress eval $(DEMO_RETRIEVAL) --system impress-itf
+	$(BUILD)/impress eval $(DEMO_RETRIEVAL) --system digest
 	$(BUILD)/impress eval $(DEMO_RETRIEVAL) --system random
 
 # The parsers of files users hand us (safetensors, tokenizer.json, dataset
