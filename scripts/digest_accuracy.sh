@@ -4,10 +4,10 @@
 # retention, then each of its options varied at 25% and 10%. Each run's eval
 # JSON and per-question samples (for scripts/paired_test.py) go to OUT/rR/.
 #   scripts/digest_accuracy.sh BUILD OUT [STEPS]
-# STEPS (default "retention options"): retention runs 5, 10, 25, 50%;
-# options runs each variant at 25%, and four of them at 10%.
+# STEPS (default "retention options options2"): retention runs 5, 10, 25,
+# 50%; options each option at 25% and the chunk size at 10%; options2 the rest.
 set -euo pipefail
-build=${1:?usage: digest_accuracy.sh BUILD OUT [STEPS]}; out=${2:?}; steps=${3:-retention options}
+build=${1:?usage: digest_accuracy.sh BUILD OUT [STEPS]}; out=${2:?}; steps=${3:-retention options options2}
 model=${MODEL:-models/smollm2-135m}
 common=(--model "$model" --task retrieval --prefix-tokens 2048 --limit 400 --system digest)
 run() {  # RETENTION NAME ARGS...
@@ -22,21 +22,20 @@ run() {  # RETENTION NAME ARGS...
 for step in $steps; do
   case $step in
     retention) for r in 0.25 0.10 0.05 0.50; do run "$r" digest; done ;;
-    options)
-      r=0.25
-      run "$r" digest-sink0 --sink-tokens 0
-      run "$r" digest-recent64 --recent-tokens 64
-      run "$r" digest-dense2 --dense-layers 2
-      run "$r" digest-window0 --digest-window 0
-      run "$r" digest-groups-sum --digest-groups sum
-      run "$r" digest-bound --digest-score bound
-      run "$r" digest-chunk16 --chunk 16
-      run "$r" digest-chunk32 --chunk 32
-      r=0.10
-      run "$r" digest-chunk16 --chunk 16
-      run "$r" digest-chunk32 --chunk 32
-      run "$r" digest-sink0 --sink-tokens 0
-      run "$r" digest-groups-sum --digest-groups sum ;;
+    options)  # what each option does at 25%, and the chunk size at 10%
+      run 0.25 digest-sink0 --sink-tokens 0
+      run 0.25 digest-recent64 --recent-tokens 64
+      run 0.25 digest-dense2 --dense-layers 2
+      run 0.25 digest-window0 --digest-window 0
+      run 0.10 digest-chunk32 --chunk 32
+      run 0.10 digest-chunk16 --chunk 16
+      run 0.25 digest-bound --digest-score bound ;;
+    options2)  # the rest of the grid
+      run 0.25 digest-groups-sum --digest-groups sum
+      run 0.25 digest-chunk32 --chunk 32
+      run 0.25 digest-chunk16 --chunk 16
+      run 0.10 digest-sink0 --sink-tokens 0
+      run 0.10 digest-groups-sum --digest-groups sum ;;
     *) echo "digest_accuracy.sh: unknown step '$step'" >&2; exit 1 ;;
   esac
 done

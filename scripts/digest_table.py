@@ -12,8 +12,9 @@
   digest_table.py options DIGEST_DIR
       Each option varied at 25% and 10% against the defaults at that retention.
   digest_table.py ttft RUN_JSON
-      The 8K run: TTFT mean and p99, I/O and selection shares, MB from disk and
-      digest MB per request, accuracy over the measured requests, per system and unit.
+      A run (or a sweep's points): TTFT mean and p99, I/O and selection shares, MB
+      from disk and digest MB per request, accuracy over the measured requests,
+      per chunk size, ITF unit and system.
 """
 import json
 import os
@@ -86,10 +87,10 @@ def ttft(path):
     with open(path) as f:
         d = json.load(f)
     runs = d["sweep"] if "sweep" in d else [d]
-    print("| unit | system | TTFT mean ms | p99 ms | I/O share | selection share | MB from disk / request | digest MB / request | acc | requests |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| chunk | unit | system | TTFT mean ms | p99 ms | I/O share | selection share | MB from disk / request | digest MB / request | acc | requests |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for point in runs:
-        unit = point["config"]["itf_unit"]
+        unit, chunk = point["config"]["itf_unit"], point["config"]["chunk"]
         for r in point["runs"]:
             if r.get("repeated"):
                 continue
@@ -98,7 +99,7 @@ def ttft(path):
             disk = sum(x["disk_bytes"] for x in rows) / n / 1e6
             dig = sum(x.get("digest_bytes", 0) for x in rows) / n / 1e6
             sel = sum(x["select_ms"] for x in rows) / sum(x["ttft_ms"] for x in rows)
-            print(f"| {unit if r['system'].startswith('impress') else '-'} | {r['system']} | {r['ttft_ms']['mean']:.0f} | "
+            print(f"| {chunk} | {unit if r['system'].startswith('impress') else '-'} | {r['system']} | {r['ttft_ms']['mean']:.0f} | "
                   f"{r['ttft_ms']['p99']:.0f} | {r['io_share']:.2f} | {sel:.3f} | {disk:.1f} | {dig:.1f} | {r['acc']:.3f} | {n} |")
 
 
