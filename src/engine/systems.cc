@@ -81,7 +81,9 @@ const std::vector<std::string>& PaperSystemNames() {
 
 const std::string& SelectorKindName(SelectorKind kind) {
   static const std::vector<std::string> names = {"full", "h2o", "itf", "random", "static", "digest"};
-  return names[static_cast<int>(kind)];
+  const size_t i = static_cast<size_t>(kind);
+  IMPRESS_CHECK(i < names.size());  // a SelectorKind added without its name here
+  return names[i];
 }
 
 StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {
