@@ -156,6 +156,11 @@ StatusOr<std::unique_ptr<ChunkStore>> ChunkStore::OpenExisting(const std::string
 
 ChunkStore::~ChunkStore() { io_.reset(); }  // reads finish before the files close
 
+Status ChunkStore::Commit(const std::vector<EncodedChunk>& writes, const std::string& meta) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return CommitLocked(writes, meta, /*replace=*/false, nullptr);
+}
+
 Status ChunkStore::Replace(const std::vector<EncodedChunk>& writes, const std::string& meta, FreeStats* stats) {
   std::vector<std::pair<uint64_t, uint64_t>> displaced;
   {

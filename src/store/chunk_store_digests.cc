@@ -33,11 +33,6 @@ at::Tensor ChunkStore::Digest(uint64_t chunk_id, int layer) const {
 uint64_t ChunkStore::digest_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return digests_.size() * opt_.geometry.DigestBytes();
-}  // reads finish before the files close
-
-Status ChunkStore::Commit(const std::vector<EncodedChunk>& writes, const std::string& meta) {
-  std::lock_guard<std::mutex> lock(write_mu_);
-  return CommitLocked(writes, meta, /*replace=*/false, nullptr);
 }
 
 }  // namespace impress
