@@ -48,6 +48,7 @@ System FromRecipe(const SystemRecipe& r) {
   s.served_from_store = r.kind != SelectorKind::kStatic;
   s.depends_on_retention = r.kind != SelectorKind::kFull;
   s.uses_probe_heads = r.kind == SelectorKind::kItf;
+  s.reads_digests = r.kind == SelectorKind::kDigest;
   return s;
 }
 
@@ -84,6 +85,12 @@ const std::string& SelectorKindName(SelectorKind kind) {
   const size_t i = static_cast<size_t>(kind);
   IMPRESS_CHECK(i < names.size());  // a SelectorKind added without its name here
   return names[i];
+}
+
+bool AnyReadsDigests(const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (StatusOr<System> s = ParseSystem(n); s.ok() && s->reads_digests) return true;
+  return false;
 }
 
 StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {

@@ -26,6 +26,8 @@ struct System {
   bool depends_on_retention = false;  // the retention changes what it computes (every selective system)
   // It ranks by probe heads: IMPRESS's alpha, agreed-set unit and probe layout change what it computes.
   bool uses_probe_heads = false;
+  // It scores chunks by their key digests: its store must keep them (PrefixStoreOptions::digests).
+  bool reads_digests = false;
 };
 
 // The registry's names, for code that picks a system by name (figures,
@@ -43,6 +45,8 @@ const std::vector<std::string>& SystemNames();
 const std::vector<std::string>& PaperSystemNames();
 // The selection method's name: "full", "h2o", "itf", "random", "static".
 const std::string& SelectorKindName(SelectorKind kind);
+// Whether any of the named systems reads digests (unknown names count as not).
+bool AnyReadsDigests(const std::vector<std::string>& names);
 // The named system with the given retention and IMPRESS alpha.
 StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, double alpha = 0.6);
 

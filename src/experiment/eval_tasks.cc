@@ -210,7 +210,7 @@ nlohmann::ordered_json EvalResult::ToJson() const {
     j["importance_window"] = c.importance_window;
     j["importance_pool"] = c.importance_pool;
   }
-  if (c.system == system_name::kDigest) j["digest"] = DigestJson(c.digest);
+  if (AnyReadsDigests({c.system})) j["digest"] = DigestJson(c.digest);
   j["results"] = nlohmann::json::array();
   for (const TaskEval& r : results) j["results"].push_back(r.ToJson());
   if (!model.empty()) j["model"] = model;

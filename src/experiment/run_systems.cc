@@ -80,7 +80,7 @@ nlohmann::ordered_json RunConfig::ToJson() const {
     j["importance_window"] = importance_window;
     j["importance_pool"] = importance_pool;
   }
-  if (std::find(systems.begin(), systems.end(), system_name::kDigest) != systems.end()) j["digest"] = DigestJson(digest);
+  if (AnyReadsDigests(systems)) j["digest"] = DigestJson(digest);
   if (task == kRetrievalTask)  // the generator's parameters; the haystack size is prefix_tokens, its seed `seed`
     j["retrieval"] = {{"needles_per_1k", retrieval.needles_per_1k}, {"choices", retrieval.choices}};
   return j;
@@ -99,7 +99,7 @@ StatusOr<std::vector<System>> ParseSystems(const RunConfig& o) {
     s.select.seed = o.seed;
     ASSIGN_OR_RETURN(s.select.importance, ParseImportanceShape(o.importance_window, o.importance_pool));
     s.select.digest = o.digest;
-    if (s.select.kind == SelectorKind::kDigest && !o.remote.empty())  // adopted chunks come without digests
+    if (s.reads_digests && !o.remote.empty())  // adopted chunks come without digests
       return Status::InvalidArgument("--system " + name + " does not run with --remote yet: chunks adopted from the "
                                      "cluster carry no digests");
     if (!o.policy.empty()) {
@@ -178,7 +178,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   so.probe_layout = system.select.probe_layout;
   so.stored_copies = false;  // every system starts from the pool in token order
   // One store serves the run's systems: it keeps digests from the start when any of them scores by them.
-  so.digests = std::find(o.systems.begin(), o.systems.end(), system_name::kDigest) != o.systems.end();
+  so.digests = AnyReadsDigests(o.systems);
   if (remote != nullptr) so.tiers.push_back(BackendTier(Tier::kRemote, RemoteBackendFactory(remote)));
   run->policy = PolicyName(system.policy);
   run->fill.emplace();
