@@ -1,6 +1,7 @@
 #include "codec/key_digest.h"
 
 #include "codec/kv_codec_tensor.h"
+#include "common/status.h"
 
 namespace impress {
 
@@ -13,6 +14,13 @@ at::Tensor EncodeDigest(const at::Tensor& keys) { return EncodePart(kDigestCodec
 at::Tensor DecodeDigest(const at::Tensor& digest, int64_t tokens, int64_t heads, int64_t dim) {
   if (digest.device().is_cpu()) return DecodePart(kDigestCodec, KvRole::kKeys, digest, tokens, heads, dim);
   return DecodePartOn(kDigestCodec, KvRole::kKeys, digest, tokens, heads, dim);  // the same numbers, bit for bit
+}
+
+void DecodeDigestInto(const at::Tensor& digest, at::Tensor out) {
+  IMPRESS_CHECK(digest.is_cpu() && digest.is_contiguous() && out.is_cpu() && out.is_contiguous() &&
+                out.scalar_type() == at::kHalf && out.dim() == 3);
+  DecodeKv(kDigestCodec, KvRole::kKeys, digest.data_ptr<uint8_t>(), static_cast<int>(out.size(0)),
+           static_cast<int>(out.size(1)), static_cast<int>(out.size(2)), static_cast<uint16_t*>(out.data_ptr()));
 }
 
 }  // namespace impress

@@ -1,11 +1,10 @@
 #include "engine/store_source.h"
 
-#include "codec/key_digest.h"
-
 #include <ATen/ATen.h>
 
 #include <algorithm>
 
+#include "codec/key_digest.h"
 #include "common/clock.h"
 #include "common/device_copy.h"
 #include "model/model.h"
@@ -352,18 +351,19 @@ void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int6
 Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
   IMPRESS_CHECK(layer == layer_);
   const ChunkGeometry& g = store_.geometry();
-  std::vector<at::Tensor> keys;
-  keys.reserve(chunks_.size());
-  for (uint64_t id : chunks_) {
-    const at::Tensor d = store_.Digest(id, layer);
+  const int64_t c = g.chunk_tokens;
+  // Every chunk decoded into one buffer in stored order, then put in token order as keys are.
+  at::Tensor all = at::empty({chunks() * c, g.kv_heads, g.head_dim}, at::kHalf);
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    const at::Tensor d = store_.Digest(chunks_[i], layer);
     if (!d.defined())
-      return Status::InvalidArgument(store_.options().dir + ": chunk " + std::to_string(id) + " layer " +
+      return Status::InvalidArgument(store_.options().dir + ": chunk " + std::to_string(chunks_[i]) + " layer " +
                                      std::to_string(layer) + " has no digest (the store keeps none, or the chunk "
                                      "lives only below the disk)");
-    keys.push_back(DecodeDigest(d, g.chunk_tokens, g.kv_heads, g.head_dim));
+    DecodeDigestInto(d, all.narrow(0, static_cast<int64_t>(i) * c, c));
     trace_->digest_bytes += d.nbytes();
   }
-  *k = StackNow(keys, TokenOrder(layer));
+  *k = StackNow({all}, TokenOrder(layer));
   return Status::OK();
 }
 

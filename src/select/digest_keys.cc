@@ -11,12 +11,12 @@
 namespace impress {
 
 at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens) {
-  const int64_t h = keys.size(0), p = keys.size(1), d = keys.size(2);
+  const int64_t p = keys.size(1);
   const at::Tensor host = keys.to(at::kCPU, at::kHalf).transpose(0, 1).contiguous();  // [P, Hkv, d]
   at::Tensor out = at::empty_like(host);
   for (int64_t s = 0; s < p; s += chunk_tokens) {
     const int64_t n = std::min(chunk_tokens, p - s);
-    out.narrow(0, s, n).copy_(DecodeDigest(EncodeDigest(host.narrow(0, s, n).contiguous()), n, h, d));
+    DecodeDigestInto(EncodeDigest(host.narrow(0, s, n).contiguous()), out.narrow(0, s, n));
   }
   return out.transpose(0, 1).to(keys.device(), keys.scalar_type()).contiguous();
 }
