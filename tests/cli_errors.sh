@@ -104,6 +104,9 @@ expect "digest with the shared tier" "--system digest does not run with --remote
   --system digest --remote redis://127.0.0.1:1 --store "$tmp/digest_remote"
 expect "unknown digest score" "--digest-score: bogus not in {keys,bound}" -- eval --model "$src" --digest-score bogus
 expect "unknown ITF unit" "--itf-unit: bogus not in {token,chunk} (--help lists the options)" -- eval --model "$src" --itf-unit bogus
+expect "even importance pool" "--importance-pool: must be an odd number >= 1, not '4'" -- run --model "$src" --importance-pool 4
+expect "unknown probe layout" "--probe-layout: middle not in {first,spread}" -- reproduce fig15 --model "$src" --probe-layout middle
+expect "ITF unit list with a bogus one" "--itf-unit: bogus not in {token,chunk}" -- run --model "$src" --itf-unit token,bogus
 expect "chunk of 0 tokens" "--chunk: must be a positive number, not '0' (--help lists the options)" -- run --model "$src" --chunk 16,0
 expect "unknown option" "The following argument was not expected: --bogus" -- run --model "$src" --bogus
 expect "speculation without read-ahead" "--no-prefetch excludes --speculate" -- run --model "$src" --speculate --no-prefetch

@@ -50,9 +50,7 @@ int RunEval(EvalOptions o) {
   }
   std::vector<nlohmann::ordered_json> results;
   for (const SweepPoint& p : SweepPoints(o.axes)) {
-    c.itf_unit = p.itf_unit;
-    c.alpha = p.alpha;
-    c.retention = p.retention;
+    p.ApplyTo(&c.select);
     auto r = EvalTasks(**model, **tok, c);
     if (!r.ok()) return Fail(r.status().WithContext("--system " + c.system));
     r->model = o.model;
@@ -81,8 +79,6 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--task", o->task, "piqa, rte, copa, openbookqa, retrieval, or all (the first four)");
   cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
   cmd->add_flag("--no-prefix", c->no_prefix, "score every document with no prefix (the floor)");
-  AddImportanceFlags(cmd, &c->importance_window, &c->importance_pool);
-  AddDigestFlags(cmd, &c->digest);
   cmd->add_flag("--recall", c->recall,
                 "also score each layer selection against H2O's exact per-head top-k from the same question rows "
                 "(the paper's Fig. 5 recall: recall_h2o in --json)");
@@ -97,10 +93,7 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--system", c->system, "recomp, as, h2o-lru, h2o-lfu or impress-itf: which prefix KV documents attend to "
                                          "(impress-itf-ro and impress choose as impress-itf does)")
       ->check(CLI::IsMember(SystemNames()));
-  AddSweepOptions(cmd, &o->axes, false);
-  cmd->add_option("--probe-layout", c->probe_layout,
-                  "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head)")
-      ->check(CLI::IsMember(ProbeLayoutNames()));
+  AddSelectionFlags(cmd, &c->select, &o->axes);
   cmd->add_option("--chunk", c->chunk, "tokens per chunk the chunk ITF unit selects (the prefix cut as a store cuts it)")
       ->check(PositiveNumber());
   cmd->add_option("--kv-codec", c->kv_codec,

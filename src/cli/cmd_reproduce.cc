@@ -47,13 +47,19 @@ std::string JoinNum(const std::vector<T>& v) {
 }
 
 nlohmann::ordered_json ScaleJson(const FigureScale& s) {
-  return {{"tasks", s.tasks}, {"task", s.task}, {"prefixes", s.pool}, {"prefix_tokens", s.prefix_tokens},
+  nlohmann::ordered_json j = {{"tasks", s.tasks}, {"task", s.task}, {"prefixes", s.pool}, {"prefix_tokens", s.prefix_tokens},
           {"requests", s.requests}, {"warmup", s.warmup}, {"gpu_cache", s.gpu_cache}, {"cpu_cache", s.cpu_cache},
           {"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots}, {"eval_prefix_tokens", s.eval_prefix_tokens},
           {"analysis_docs", s.analysis_docs}, {"retentions", s.retentions}, {"alphas", s.alphas},
-          {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype}, {"itf_unit", s.itf_unit}, {"probe_layout", s.probe_layout},
+          {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype},
+          {"itf_unit", NameOf(ItfUnitNames(), s.select.unit)}, {"probe_layout", NameOf(ProbeLayoutNames(), s.select.probe_layout)},
           {"eval_chunk", s.eval_chunk}, {"retrieval_tokens", s.retrieval_tokens},
           {"retrieval_questions", s.retrieval_questions}, {"seed", s.seed}, {"remote", s.remote}, {"remote_bw", s.remote_bw}};
+  if (!s.select.importance.exact()) {  // the papers' importance leaves the record as it was
+    j["importance_window"] = s.select.importance.window;
+    j["importance_pool"] = s.select.importance.pool;
+  }
+  return j;
 }
 
 // The command that reruns this figure at this scale, every knob spelled out.
@@ -70,9 +76,12 @@ std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
                                  : " --shots " + std::to_string(s.shots))
     << " --analysis-docs " << s.analysis_docs << " --retention " << JoinNum(s.retentions) << " --alpha "
     << JoinNum(s.alphas) << " --chunk " << JoinNum(s.chunks) << " --pool " << JoinNum(s.pools) << " --itf-unit "
-    << s.itf_unit << " --probe-layout " << s.probe_layout << " --eval-chunk " << s.eval_chunk
+    << NameOf(ItfUnitNames(), s.select.unit) << " --probe-layout " << NameOf(ProbeLayoutNames(), s.select.probe_layout)
+    << " --eval-chunk " << s.eval_chunk
     << " --retrieval-tokens " << s.retrieval_tokens << " --retrieval-questions " << s.retrieval_questions
     << " --seed " << s.seed;
+  if (!s.select.importance.exact())
+    c << " --importance-window " << s.select.importance.window << " --importance-pool " << s.select.importance.pool;
   if (!s.remote.empty()) c << " --remote " << s.remote << " --remote-bw " << o.remote_bw;
   return c.str();
 }
@@ -259,12 +268,7 @@ void AddReproduceCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--alpha", s->alphas, "fig22's alphas")->delimiter(',')->check(NonNegativeNumber());
   cmd->add_option("--chunk", s->chunks, "fig23's chunk sizes")->delimiter(',')->check(PositiveNumber());
   cmd->add_option("--pool", s->pools, "fig24's pool sizes (prefixes)")->delimiter(',')->check(PositiveNumber());
-  cmd->add_option("--itf-unit", s->itf_unit, "IMPRESS agreed set in every IMPRESS run and eval: token (the paper) or chunk")
-      ->check(CLI::IsMember(ItfUnitNames()));
-  cmd->add_option("--probe-layout", s->probe_layout,
-                  "IMPRESS probe heads in every run and eval: first (the paper) or spread (one per KV head; "
-                  "stores in their own folders)")
-      ->check(CLI::IsMember(ProbeLayoutNames()));
+  AddSelectionFlags(cmd, &s->select, nullptr);
   cmd->add_option("--eval-chunk", s->eval_chunk, "tokens per chunk the chunk unit cuts the accuracy evals' prefixes into")
       ->check(PositiveNumber());
   cmd->add_option("--seed", s->seed, "seed of prefixes, streams and few-shot samples");

@@ -57,9 +57,7 @@ int RunRun(RunOptions o) {
   RunMemo memo;  // a system runs once for the axes it does not depend on
   const std::string store = c.store;
   for (const SweepPoint& p : SweepPoints(o.axes)) {
-    c.itf_unit = p.itf_unit;
-    c.alpha = p.alpha;
-    c.retention = p.retention;
+    p.ApplyTo(&c.select);
     c.chunk = p.chunk;
     c.pool = p.pool;
     // A store holds one chunk size: a chunk sweep keeps one folder per size.
@@ -82,21 +80,6 @@ int RunRun(RunOptions o) {
 
 }  // namespace
 
-void AddSweepOptions(CLI::App* cmd, SweepAxes* axes, bool run_axes) {
-  cmd->add_option("--itf-unit", axes->itf_unit,
-                  "IMPRESS agreed set: token (the k tokens the probe heads agree on, the paper) or chunk (k tokens "
-                  "packed into the chunks the probe heads rank best); a list sweeps")
-      ->delimiter(',')->check(CLI::IsMember(ItfUnitNames()));
-  cmd->add_option("--retention", axes->retention, "share of prefix tokens kept (h2o, impress); a list sweeps")
-      ->delimiter(',')->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--alpha", axes->alpha, "IMPRESS threshold exponent: t = ((k/n)/(2-k/n))^alpha; a list sweeps")
-      ->delimiter(',')->check(NonNegativeNumber());
-  if (!run_axes) return;
-  cmd->add_option("--chunk", axes->chunk, "tokens per chunk; a list sweeps (one store folder per size)")
-      ->delimiter(',')->check(PositiveNumber());
-  cmd->add_option("--pool", axes->pool, "distinct prefixes; a list sweeps")->delimiter(',')->check(PositiveNumber());
-}
-
 void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   auto o = std::make_shared<RunOptions>();
   RunConfig* c = &o->config;
@@ -106,7 +89,10 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--task", c->task, JoinNames(TaskNames()));
   cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
   cmd->add_option("--system", o->systems, "comma-separated: " + JoinNames(SystemNames()));
-  AddSweepOptions(cmd, &o->axes, true);
+  AddSelectionFlags(cmd, &c->select, &o->axes);
+  cmd->add_option("--chunk", o->axes.chunk, "tokens per chunk; a list sweeps (one store folder per size)")
+      ->delimiter(',')->check(PositiveNumber());
+  cmd->add_option("--pool", o->axes.pool, "distinct prefixes; a list sweeps")->delimiter(',')->check(PositiveNumber());
   cmd->add_option("--prefix-tokens", c->prefix_tokens, "target length of each prefix")->check(PositiveNumber());
   cmd->add_option("--requests", c->requests, "measured requests")->check(PositiveNumber());
   cmd->add_option("--warmup", c->warmup, "requests run before measuring")->check(NonNegativeNumber());
@@ -115,12 +101,6 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--remote", c->remote,
                   "redis://HOST:PORT[,HOST:PORT...]: a Redis Cluster as a shared tier below the disk (docs/remote.md)");
   cmd->add_option("--remote-bw", o->remote_bw, "cap remote-tier reads at this many bytes/s (0: none)");
-  cmd->add_option("--probe-layout", c->probe_layout,
-                  "IMPRESS probe heads: first (query heads 0-2, the paper) or spread (one per KV head; the store "
-                  "copies those KV heads' keys, so it needs its own --store)")
-      ->check(CLI::IsMember(ProbeLayoutNames()));
-  AddImportanceFlags(cmd, &c->importance_window, &c->importance_pool);
-  AddDigestFlags(cmd, &c->digest);
   cmd->add_option("--policy", c->policy, "cache policy for every system (default: each system's own)")
       ->check(CLI::IsMember(PolicyNames()));
   cmd->add_option("--kv-dtype", c->kv_dtype, "stored KV dtype")->check(CLI::IsMember(KvDtypeNames()));

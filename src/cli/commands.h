@@ -16,7 +16,7 @@
 
 namespace impress {
 
-struct DigestOptions;
+struct SelectorOptions;
 
 using Command = std::pair<CLI::App*, std::function<int()>>;
 
@@ -49,9 +49,13 @@ Status WriteTextFile(const std::string& path, const std::string& text);
 void PrintRecord(const nlohmann::ordered_json& record, bool as_json);
 
 struct SweepAxes;
-// --retention and --alpha (and with run_axes, --chunk and --pool): each takes
-// a comma-separated list; the command runs every combination.
-void AddSweepOptions(CLI::App* cmd, SweepAxes* axes, bool run_axes);
+// Every selection knob, parsed into `select`: --probe-layout,
+// --importance-window and --importance-pool, and
+// - with `axes` (run, eval): --itf-unit, --retention and --alpha as
+//   comma-separated lists into `axes` (the command runs every combination),
+//   and the digest system's options;
+// - without (reproduce, whose figures choose retention and alpha): one --itf-unit.
+void AddSelectionFlags(CLI::App* cmd, SelectorOptions* select, SweepAxes* axes);
 
 // --gpu-cache, --cpu-cache, --disk-bw and --h2d-bw: byte sizes with K/M/G
 // suffixes, parsed after the command line is.
@@ -70,10 +74,6 @@ struct RuntimeFlags {
   int threads = 0;  // 0: LibTorch's default
 };
 void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags);
-// --importance-window W and --importance-pool P (select/importance.h, ImportanceShape).
-void AddImportanceFlags(CLI::App* cmd, int64_t* window, int64_t* pool);
-// The digest system's options (select/selector.h DigestOptions), parsed into `d`.
-void AddDigestFlags(CLI::App* cmd, DigestOptions* d);
 // Applies the thread count; call before running a model.
 void ApplyRuntimeFlags(const RuntimeFlags& flags);
 

@@ -6,14 +6,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <algorithm>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/provenance.h"
 #include "common/runtime.h"
 #include "common/units.h"
-#include "select/selector.h"
 
 namespace impress {
 
@@ -95,47 +93,6 @@ void AddRuntimeFlags(CLI::App* cmd, RuntimeFlags* flags) {
   cmd->add_option("--dtype", flags->dtype, "compute dtype: float32, float16, bfloat16, or auto (fp32 on CPU, fp16 on CUDA)")
       ->check(CLI::IsMember({"float32", "float16", "bfloat16", "auto"}));
   cmd->add_option("--threads", flags->threads, "CPU threads for LibTorch (0: its default)")->check(NonNegativeNumber());
-}
-
-void AddImportanceFlags(CLI::App* cmd, int64_t* window, int64_t* pool) {
-  cmd->add_option("--importance-window", *window,
-                  "H2O's and the probe heads' importance from the last W question rows only (0: every row, the papers')")
-      ->check(NonNegativeNumber());
-  cmd->add_option("--importance-pool", *pool,
-                  "max-pool importance over P neighbouring prefix positions (odd; 1: none), as SnapKV does")
-      ->check(PositiveNumber());
-}
-
-namespace {
-// An option naming one of `names`, stored as its index (an enum of that order).
-template <typename Enum>
-void AddNamedOption(CLI::App* cmd, const char* flag, const std::vector<std::string>& names, Enum* out,
-                    const char* help) {
-  cmd->add_option_function<std::string>(
-         flag,
-         [&names, out](const std::string& v) {
-           *out = static_cast<Enum>(std::find(names.begin(), names.end(), v) - names.begin());
-         },
-         help)
-      ->check(CLI::IsMember(names))
-      ->default_str(names[static_cast<size_t>(*out)]);
-}
-}  // namespace
-
-void AddDigestFlags(CLI::App* cmd, DigestOptions* d) {
-  cmd->add_option("--sink-tokens", d->sink_tokens, "digest: always keep the chunks of the prefix's first N tokens")
-      ->check(NonNegativeNumber());
-  cmd->add_option("--recent-tokens", d->recent_tokens, "digest: always keep the chunks of the prefix's last N tokens")
-      ->check(NonNegativeNumber());
-  cmd->add_option("--dense-layers", d->dense_layers, "digest: the first N layers keep every prefix token")
-      ->check(NonNegativeNumber());
-  cmd->add_option("--digest-window", d->window, "digest: chunks scored by the last N query rows (0: every row)")
-      ->check(NonNegativeNumber());
-  AddNamedOption(cmd, "--digest-score", DigestScoreNames(), &d->score,
-                 "digest: chunks scored by importance over the digest's keys (keys) or by Quest's bound from their "
-                 "min and max (bound)");
-  AddNamedOption(cmd, "--digest-groups", DigestGroupsNames(), &d->groups,
-                 "digest: the layer's chunk order from the KV groups' scores: rank (each group's best first) or sum");
 }
 
 void ApplyRuntimeFlags(const RuntimeFlags& flags) {

@@ -25,4 +25,10 @@ StatusOr<E> ParseNamed(const std::vector<std::string>& names, const std::string&
   return Status::InvalidArgument(option + ": unknown " + what + " '" + name + "' (" + JoinNames(names) + ")");
 }
 
+// The name of `e` in `names` (E's enumerators in order).
+template <class E>
+const std::string& NameOf(const std::vector<std::string>& names, E e) {
+  return names.at(static_cast<size_t>(e));
+}
+
 }  // namespace impress

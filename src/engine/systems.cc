@@ -93,12 +93,21 @@ bool AnyReadsDigests(const std::vector<std::string>& names) {
   return false;
 }
 
-StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {
+StatusOr<System> ParseSystem(const std::string& name, const SelectorOptions& select) {
   ASSIGN_OR_RETURN(const size_t i, ParseNamed<size_t>(SystemNames(), name, "--system", "system"));
+  RETURN_IF_ERROR(ParseImportanceShape(select.importance.window, select.importance.pool).status());
   System s = Systems()[i];
-  s.select.retention = retention;
-  s.select.alpha = alpha;
+  const SelectorKind kind = s.select.kind;
+  s.select = select;
+  s.select.kind = kind;
   return s;
+}
+
+StatusOr<System> ParseSystem(const std::string& name, double retention, double alpha) {
+  SelectorOptions select;
+  select.retention = retention;
+  select.alpha = alpha;
+  return ParseSystem(name, select);
 }
 
 }  // namespace impress

@@ -47,7 +47,10 @@ const std::vector<std::string>& PaperSystemNames();
 const std::string& SelectorKindName(SelectorKind kind);
 // Whether any of the named systems reads digests (unknown names count as not).
 bool AnyReadsDigests(const std::vector<std::string>& names);
-// The named system with the given retention and IMPRESS alpha.
+// The named system selecting with `select`'s knobs and its own kind.
+// Errors: an unknown name; an importance pool that is not an odd number >= 1.
+StatusOr<System> ParseSystem(const std::string& name, const SelectorOptions& select);
+// The named system with the given retention and IMPRESS alpha, every other knob its default.
 StatusOr<System> ParseSystem(const std::string& name, double retention = 1.0, double alpha = 0.6);
 
 }  // namespace impress

@@ -161,14 +161,10 @@ StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalCon
     tasks.push_back(FindTask(name));  // nullptr: retrieval
   }
   // Reordering and cache policy change where KV lives, not which tokens are chosen.
-  ASSIGN_OR_RETURN(const System system, ParseSystem(c.system, c.retention, c.alpha));
+  ASSIGN_OR_RETURN(const System system, ParseSystem(c.system, c.select));
   SelectorOptions select = system.select;
-  ASSIGN_OR_RETURN(select.unit, ParseItfUnit(c.itf_unit));
   select.chunk_tokens = c.chunk;
   select.seed = c.seed;
-  ASSIGN_OR_RETURN(select.importance, ParseImportanceShape(c.importance_window, c.importance_pool));
-  ASSIGN_OR_RETURN(select.probe_layout, ParseProbeLayout(c.probe_layout));
-  select.digest = c.digest;
   EvalResult out;
   out.config = c;
   ASSIGN_OR_RETURN(out.codec, ParseKvCodec(c.kv_codec));
@@ -203,14 +199,15 @@ nlohmann::ordered_json EvalResult::ToJson() const {
   const EvalConfig& c = config;
   nlohmann::ordered_json j = {{"system", c.system}, {"shots", c.shots}, {"max_prefix_tokens", c.prefix_tokens},
                               {"seed", c.seed}, {"limit", c.limit},
-                              {"retention", c.retention}, {"alpha", c.alpha},
-                              {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout}};
+                              {"retention", c.select.retention}, {"alpha", c.select.alpha},
+                              {"itf_unit", NameOf(ItfUnitNames(), c.select.unit)}, {"chunk", c.chunk},
+                              {"probe_layout", NameOf(ProbeLayoutNames(), c.select.probe_layout)}};
   if (codec != KvCodec::kNone) j["kv_codec"] = KvCodecName(codec);  // fp16 runs' JSON stays as it was
   if (!exact_importance) {  // likewise for the papers' importance
-    j["importance_window"] = c.importance_window;
-    j["importance_pool"] = c.importance_pool;
+    j["importance_window"] = c.select.importance.window;
+    j["importance_pool"] = c.select.importance.pool;
   }
-  if (AnyReadsDigests({c.system})) j["digest"] = DigestJson(c.digest);
+  if (AnyReadsDigests({c.system})) j["digest"] = DigestJson(c.select.digest);
   j["results"] = nlohmann::json::array();
   for (const TaskEval& r : results) j["results"].push_back(r.ToJson());
   if (!model.empty()) j["model"] = model;
@@ -223,8 +220,9 @@ void EvalResult::Print(std::FILE* out) const {
                                                 : std::to_string(c.shots) + "-shot";
   std::fprintf(out, "model %s, system %s, %s, seed %llu, retention %.3g, alpha %.3g, ITF unit %s (chunk %d), probe heads %s\n\n",
                model.empty() ? "?" : model.c_str(), c.system.c_str(), shots.c_str(),
-               static_cast<unsigned long long>(c.seed), c.retention, c.alpha, c.itf_unit.c_str(), c.chunk,
-               c.probe_layout.c_str());
+               static_cast<unsigned long long>(c.seed), c.select.retention, c.select.alpha,
+               NameOf(ItfUnitNames(), c.select.unit).c_str(), c.chunk,
+               NameOf(ProbeLayoutNames(), c.select.probe_layout).c_str());
   std::fprintf(out, "| %-10s | %5s | %7s | %7s | %8s | %8s | %5s | %6s | %6s | %8s |\n", "task", "n", "acc", "acc_norm",
                "acc_se", "norm_se", "shots", "prefix", "kept", "fallback");
   std::fprintf(out, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------", "-------", "---------", "----------",

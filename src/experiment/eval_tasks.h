@@ -34,9 +34,9 @@ struct EvalConfig {
   int64_t prefix_tokens = 0;
   int limit = 0;                   // the first N documents of each split (0: all)
   uint64_t seed = 1234;            // of the few-shot sample
-  double retention = 1.0, alpha = 0.6;
-  std::string itf_unit = "token";  // IMPRESS agreed set: "token" (the paper) or "chunk"
-  std::string probe_layout = "first";  // IMPRESS probe heads: "first" (the paper) or "spread"
+  // The system's selection knobs (retention 1 unless set); its kind is the
+  // system's, `chunk` and `seed` are this config's.
+  SelectorOptions select;
   int chunk = 64;                  // chunk size of the "chunk" unit (the prefix is cut as a store would)
   // The stored KV codec (fp16, int8, int4): the prefix's whole chunks are
   // encoded and decoded as a store with it serves them (codec/kv_codec_tensor.h).
@@ -50,10 +50,6 @@ struct EvalConfig {
   // Each selecting system's recall of H2O's exact per-head top-k (Fig. 5):
   // "recall_h2o" in each result (Scorer::MeasureRecall).
   bool recall = false;
-  // H2O's and the probe heads' importance over the last W question rows
-  // (0: every row), max-pooled over P neighbouring positions (1: none).
-  int64_t importance_window = 0, importance_pool = 1;
-  DigestOptions digest;            // the digest system's (select/selector.h)
   std::ostream* samples = nullptr; // per-document records (JSONL) when set
   // Applied to every loaded document (shots and scored ones) before prompts
   // are built: lets a test alter what a template produced.

@@ -108,9 +108,8 @@ RunConfig FigureRunner::BaseRun(const std::string& task) const {
   c.disk_bw = scale_.disk_bw;
   c.h2d_bw = scale_.h2d_bw;
   c.kv_dtype = scale_.kv_dtype;
-  c.retention = TtftRetention(task);
-  c.itf_unit = scale_.itf_unit;
-  c.probe_layout = scale_.probe_layout;
+  c.select = scale_.select;
+  c.select.retention = TtftRetention(task);
   c.seed = scale_.seed;
   return c;
 }
@@ -122,9 +121,8 @@ EvalConfig FigureRunner::BaseEval(std::vector<std::string> tasks) const {
   c.prefix_tokens = scale_.eval_prefix_tokens;
   c.limit = scale_.docs;
   c.seed = scale_.seed;
-  c.itf_unit = scale_.itf_unit;
+  c.select = scale_.select;
   c.chunk = scale_.eval_chunk;
-  c.probe_layout = scale_.probe_layout;
   return c;
 }
 
@@ -142,7 +140,7 @@ std::vector<std::string> Figure::ids() const {
 
 std::string FigureRunner::StoreDir(const FigureModel& m, const RunConfig& c) const {
   return store_root_ + "/" + Base(m.dir) + "-" + c.kv_dtype + "-c" + std::to_string(c.chunk) +
-         (c.probe_layout == "first" ? "" : "-" + c.probe_layout) + (c.kv_codec == "fp16" ? "" : "-" + c.kv_codec);
+         (c.select.probe_layout == ProbeLayout::kFirst ? "" : "-" + NameOf(ProbeLayoutNames(), c.select.probe_layout)) + (c.kv_codec == "fp16" ? "" : "-" + c.kv_codec);
 }
 
 StatusOr<RunResults> FigureRunner::Run(const FigureModel& m, RunConfig c) {
@@ -156,7 +154,7 @@ StatusOr<RunResults> FigureRunner::Run(const FigureModel& m, RunConfig c) {
   it = runs_.find(Key(m.dir, every).dump());
   if (it != runs_.end()) return it->second;
   Announce("run " + Base(m.dir) + " " + c.task + ", pool " + std::to_string(c.pool) + ", chunk " +
-          std::to_string(c.chunk) + ", alpha " + std::to_string(c.alpha).substr(0, 4));
+          std::to_string(c.chunk) + ", alpha " + std::to_string(c.select.alpha).substr(0, 4));
   ASSIGN_OR_RETURN(RunResults r, RunSystems(*m.model, *m.tok, c));
   r.model = m.dir;
   return runs_[key] = std::move(r);
@@ -166,13 +164,14 @@ StatusOr<EvalResult> FigureRunner::Eval(const FigureModel& m, EvalConfig c) {
   c.data = data_;
   const std::string key = ojson{{"model", m.dir}, {"tasks", c.tasks}, {"system", c.system}, {"shots", c.shots},
                                 {"prefix_tokens", c.prefix_tokens},
-                                {"limit", c.limit}, {"seed", c.seed}, {"retention", c.retention}, {"alpha", c.alpha},
-                                {"itf_unit", c.itf_unit}, {"chunk", c.chunk}, {"probe_layout", c.probe_layout},
+                                {"limit", c.limit}, {"seed", c.seed}, {"retention", c.select.retention},
+                                {"alpha", c.select.alpha}, {"itf_unit", NameOf(ItfUnitNames(), c.select.unit)},
+                                {"chunk", c.chunk}, {"probe_layout", NameOf(ProbeLayoutNames(), c.select.probe_layout)},
                                 {"kv_codec", c.kv_codec}, {"recall", c.recall}}
                               .dump();
   auto it = evals_.find(key);
   if (it != evals_.end()) return it->second;
-  Announce("eval " + c.system + " retention " + std::to_string(c.retention).substr(0, 4));
+  Announce("eval " + c.system + " retention " + std::to_string(c.select.retention).substr(0, 4));
   ASSIGN_OR_RETURN(EvalResult r, EvalTasks(*m.model, *m.tok, c));
   return evals_[key] = std::move(r);
 }
@@ -197,7 +196,7 @@ StatusOr<RunResults> FigureRunner::FromCluster(RunConfig c) {
   RETURN_IF_ERROR(Run(models_[0], publish).status());
   c.remote = scale_.remote;
   c.remote_bw = scale_.remote_bw;
-  c.store = base + "-reader-" + c.itf_unit;
+  c.store = base + "-reader-" + NameOf(ItfUnitNames(), c.select.unit);
   std::error_code ec;
   std::filesystem::remove_all(c.store, ec);  // the reader's local tiers start empty
   if (ec) return Status::IOError(c.store + ": cannot empty it: " + ec.message());

@@ -46,13 +46,11 @@ struct FigureScale {
   std::vector<int> chunks = {16, 32, 64, 128, 256};        // Fig. 23
   std::vector<int> pools = {4, 8, 16, 32};                 // Fig. 24
   std::string kv_dtype = "float16";
-  // IMPRESS's agreed set in every IMPRESS run and eval: "token" (the paper)
-  // or "chunk"; evals cut their short few-shot prefixes into eval_chunk tokens.
-  std::string itf_unit = "token";
-  int eval_chunk = 16;
-  // IMPRESS's probe heads in every run and eval: "first" (the paper) or
-  // "spread" (one per KV head; its stores get their own folders).
-  std::string probe_layout = "first";
+  // The selection knobs of every run and eval (ITF unit, probe layout,
+  // importance shape); each figure sets the retention and alpha it sweeps.
+  // Probe layout spread: its stores get their own folders.
+  SelectorOptions select;
+  int eval_chunk = 16;  // evals cut their short few-shot prefixes into eval_chunk tokens
   uint64_t seed = 1234;
   // The codec figure's second slow tier: a Redis Cluster (redis://HOST:PORT)
   // that a reader with an empty local store reads at remote_bw bytes/s ("": disk only).

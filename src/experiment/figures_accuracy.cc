@@ -34,7 +34,7 @@ StatusOr<Figure> FigureRunner::Fig15() {
     EvalConfig h = base, i = base;
     h.system = kH2oLru;
     i.system = kImpressItf;
-    h.retention = i.retention = r;
+    h.select.retention = i.select.retention = r;
     ASSIGN_OR_RETURN(const EvalResult hr, Eval(models_[0], h));
     ASSIGN_OR_RETURN(const EvalResult ir, Eval(models_[0], i));
     for (size_t t = 0; t < scale_.tasks.size(); ++t) {
@@ -67,8 +67,11 @@ StatusOr<Figure> FigureRunner::Spi() {
                {"kept_share", "kept share"}};
   // (system, ITF unit) pairs; `impress` selects as `impress-itf` does (reordering
   // and caching move KV, not the choice), so it is not a row of its own.
-  const std::vector<std::pair<std::string, std::string>> systems = {
-      {kStatic, "token"}, {kRandom, "token"}, {kH2oLru, "token"}, {kImpressItf, "token"}, {kImpressItf, "chunk"}};
+  const std::vector<std::pair<std::string, ItfUnit>> systems = {{kStatic, ItfUnit::kToken},
+                                                                {kRandom, ItfUnit::kToken},
+                                                                {kH2oLru, ItfUnit::kToken},
+                                                                {kImpressItf, ItfUnit::kToken},
+                                                                {kImpressItf, ItfUnit::kChunk}};
   // Per task; retrieval always, at its own scale, whether --tasks names it or not.
   std::vector<std::pair<std::string, EvalConfig>> bases;
   for (const std::string& t : scale_.tasks)
@@ -86,12 +89,12 @@ StatusOr<Figure> FigureRunner::Spi() {
       for (const auto& [system, unit] : systems) {
         EvalConfig e = base;
         e.system = system;
-        e.itf_unit = unit;
-        e.retention = r;
+        e.select.unit = unit;
+        e.select.retention = r;
         e.recall = true;
         ASSIGN_OR_RETURN(const EvalResult got, Eval(models_[0], e));
         const TaskEval& res = got.results[0];
-        f.rows.push_back({task, r, system + (system == kImpressItf ? " (" + unit + ")" : ""),
+        f.rows.push_back({task, r, system + (system == kImpressItf ? " (" + NameOf(ItfUnitNames(), unit) + ")" : ""),
                           res.recall_h2o.value_or(0.0), res.acc, acc_full, res.kept_share});
       }
     }

@@ -39,10 +39,10 @@ StatusOr<Figure> FigureRunner::Codec() {
   std::map<std::string, double> fp16_mb;  // tier|system|unit -> MB below the GPU per request at fp16
   for (const std::string& tier : tiers) {
     for (const std::string& codec : codecs) {
-      for (const std::string& unit : {"token", "chunk"}) {
+      for (const std::string& unit : ItfUnitNames()) {
         RunConfig c = BaseRun(scale_.task);
         c.kv_codec = codec;
-        c.itf_unit = unit;
+        c.select.unit = *ParseItfUnit(unit);
         c.systems.clear();
         for (const auto& [sys, u] : points)  // the cluster's reads are slow: the baseline and IMPRESS only
           if (u == unit && (tier == "disk" || sys == kH2oLfu || sys == kImpress)) c.systems.push_back(sys);
@@ -57,8 +57,8 @@ StatusOr<Figure> FigureRunner::Codec() {
           if (codec == "fp16") fp16_mb[at] = mb;
           EvalConfig e = BaseEval(scale_.tasks);
           e.system = sys == kImpress ? kImpressItf : sys;  // impress chooses as impress-itf does
-          e.retention = TtftRetention(scale_.task);
-          e.itf_unit = unit;
+          e.select.retention = TtftRetention(scale_.task);
+          e.select.unit = c.select.unit;
           e.kv_codec = codec;
           ASSIGN_OR_RETURN(const EvalResult acc, Eval(models_[0], e));
           f.rows.push_back({tier, codec, sys, unit, r->ttft_ms.mean, r->ttft_ms.p99, r->io_share, mb,

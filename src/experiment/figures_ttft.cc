@@ -157,12 +157,12 @@ StatusOr<Figure> FigureRunner::Fig22() {
   for (double alpha : scale_.alphas) {
     RunConfig c = BaseRun(scale_.task);
     c.systems = {kImpress};
-    c.alpha = alpha;
+    c.select.alpha = alpha;
     ASSIGN_OR_RETURN(RunResults run, Run(models_[0], c));
     EvalConfig e = BaseEval({scale_.task});
     e.system = kImpressItf;
-    e.retention = c.retention;
-    e.alpha = alpha;
+    e.select.retention = c.select.retention;
+    e.select.alpha = alpha;
     ASSIGN_OR_RETURN(const EvalResult ev, Eval(models_[0], e));
     ASSIGN_OR_RETURN(const RunResult* r, run.Find(kImpress));
     f.rows.push_back({alpha, r->ttft_ms.mean, r->kv_chunks_per_request, r->fallback_share, ev.results[0].acc});

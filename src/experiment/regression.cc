@@ -100,8 +100,8 @@ StatusOr<nlohmann::ordered_json> RunRegression(Model& model, const Tokenizer& to
     e.data = data_dir;
     e.system = sub == selection.substitute.end() ? system : sub->second;
     e.seed = c.at("seed").get<uint64_t>();
-    e.retention = c.at("retention").get<double>();
-    e.alpha = c.at("alpha").get<double>();
+    e.select.retention = c.at("retention").get<double>();
+    e.select.alpha = c.at("alpha").get<double>();
     e.kv_codec = c.value("kv_codec", std::string("fp16"));
     e.edit_doc = edit_doc;
     ASSIGN_OR_RETURN(const EvalResult r, EvalTasks(model, tok, e));

@@ -13,6 +13,12 @@
 
 namespace impress {
 
+inline SelectorOptions RunSelectionDefaults() {
+  SelectorOptions s;
+  s.retention = 0.25;
+  return s;
+}
+
 struct RunConfig {
   std::string task = "piqa";
   std::string data = "data";                       // <data>/<task>/<split>.jsonl
@@ -30,13 +36,10 @@ struct RunConfig {
   std::string kv_dtype = "float16";
   std::string kv_codec = "fp16";                   // how the disk stores chunk parts: fp16 (as is), int8, int4
   double mean = 0.5, spread = 0.2;                 // prefix popularity (fractions of the pool)
-  double retention = 0.25, alpha = 0.6;
-  std::string itf_unit = "token";                  // IMPRESS agreed set: "token" (the paper) or "chunk"
-  std::string probe_layout = "first";              // IMPRESS probe heads: "first" (the paper) or "spread"
-  // H2O's and the probe heads' importance from the last W question rows (0:
-  // every row), max-pooled over P positions (1: none): SelectorOptions::importance.
-  int64_t importance_window = 0, importance_pool = 1;
-  DigestOptions digest;                            // the digest system's (select/selector.h)
+  // Every system's selection knobs (retention, alpha, ITF unit, probe layout,
+  // importance shape, digest options); each system sets its own kind, and
+  // `seed` is the random control's. Retention 0.25 unless set.
+  SelectorOptions select = RunSelectionDefaults();
   uint64_t seed = 1234;
   bool prefetch = true;
   bool speculate = false;                          // ITF systems: RequestOptions::speculate

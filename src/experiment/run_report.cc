@@ -4,6 +4,7 @@
 // speculation, reordering, Fig. 19's per-layer loads).
 #include <string>
 
+#include "common/named.h"
 #include "experiment/run_systems.h"
 
 namespace impress {
@@ -29,7 +30,8 @@ void PrintConfiguration(const RunResults& result, std::FILE* out) {
                Size(static_cast<double>(c.gpu_cache)).c_str(),
                result.device == "cuda" ? "CUDA" : "emulated in host memory", Size(static_cast<double>(c.cpu_cache)).c_str(),
                Size(c.disk_bw).c_str(), Size(c.h2d_bw).c_str(), static_cast<long long>(result.kv_bytes_per_token),
-               c.retention, c.alpha, c.itf_unit.c_str(), c.probe_layout.c_str(), c.prefetch ? "" : "; no prefetch",
+               c.select.retention, c.select.alpha, NameOf(ItfUnitNames(), c.select.unit).c_str(),
+               NameOf(ProbeLayoutNames(), c.select.probe_layout).c_str(), c.prefetch ? "" : "; no prefetch",
                c.speculate ? "; speculative K/V" : "");
 }
 

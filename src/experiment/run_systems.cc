@@ -70,17 +70,17 @@ RemoteTally TallyOf(const RemoteCounters& c) {
 nlohmann::ordered_json RunConfig::ToJson() const {
   nlohmann::ordered_json j = {{"task", task}, {"pool", pool}, {"prefix_tokens", prefix_tokens}, {"requests", requests},
           {"warmup", warmup}, {"chunk", chunk}, {"kv_dtype", kv_dtype}, {"gpu_cache", gpu_cache},
-          {"cpu_cache", cpu_cache}, {"retention", retention}, {"alpha", alpha}, {"itf_unit", itf_unit},
-          {"probe_layout", probe_layout}, {"disk_bw", disk_bw}, {"h2d_bw", h2d_bw}, {"seed", seed}, {"mean", mean},
+          {"cpu_cache", cpu_cache}, {"retention", select.retention}, {"alpha", select.alpha},
+          {"itf_unit", NameOf(ItfUnitNames(), select.unit)}, {"probe_layout", NameOf(ProbeLayoutNames(), select.probe_layout)}, {"disk_bw", disk_bw}, {"h2d_bw", h2d_bw}, {"seed", seed}, {"mean", mean},
           {"spread", spread}, {"prefetch", prefetch}, {"speculate", speculate}, {"systems", systems},
           {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every},
           {"remote", remote}, {"remote_bw", remote_bw}};
   if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
-  if (importance_window > 0 || importance_pool > 1) {  // likewise for the papers' importance
-    j["importance_window"] = importance_window;
-    j["importance_pool"] = importance_pool;
+  if (!select.importance.exact()) {  // likewise for the papers' importance
+    j["importance_window"] = select.importance.window;
+    j["importance_pool"] = select.importance.pool;
   }
-  if (AnyReadsDigests(systems)) j["digest"] = DigestJson(digest);
+  if (AnyReadsDigests(systems)) j["digest"] = DigestJson(select.digest);
   if (task == kRetrievalTask)  // the generator's parameters; the haystack size is prefix_tokens, its seed `seed`
     j["retrieval"] = {{"needles_per_1k", retrieval.needles_per_1k}, {"choices", retrieval.choices}};
   return j;
@@ -91,14 +91,10 @@ namespace {
 StatusOr<std::vector<System>> ParseSystems(const RunConfig& o) {
   std::vector<System> systems;
   for (const std::string& name : o.systems) {
-    ASSIGN_OR_RETURN(System s, ParseSystem(name, o.retention, o.alpha));
+    ASSIGN_OR_RETURN(System s, ParseSystem(name, o.select));
     if (!s.served_from_store)
       return Status::InvalidArgument("--system " + name + ": the store does not keep a prefix's own importance yet; `impress eval --system " + name + "` runs it");
-    ASSIGN_OR_RETURN(s.select.unit, ParseItfUnit(o.itf_unit));
-    ASSIGN_OR_RETURN(s.select.probe_layout, ParseProbeLayout(o.probe_layout));
     s.select.seed = o.seed;
-    ASSIGN_OR_RETURN(s.select.importance, ParseImportanceShape(o.importance_window, o.importance_pool));
-    s.select.digest = o.digest;
     if (s.reads_digests && !o.remote.empty())  // adopted chunks come without digests
       return Status::InvalidArgument("--system " + name + " does not run with --remote yet: chunks adopted from the "
                                      "cluster carry no digests");

@@ -7,11 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "select/selector.h"
+
 namespace impress {
 
 // The swept parameters; each list holds at least one value.
 struct SweepAxes {
-  std::vector<std::string> itf_unit = {"token"};
+  std::vector<ItfUnit> itf_unit = {ItfUnit::kToken};
   std::vector<double> alpha = {0.6};
   std::vector<double> retention = {0.25};
   std::vector<int> chunk = {64};
@@ -22,9 +24,11 @@ struct SweepAxes {
 };
 
 struct SweepPoint {
-  std::string itf_unit;
+  ItfUnit itf_unit;
   double alpha, retention;
   int chunk, pool;
+  // Sets the selection knobs this point sweeps (ITF unit, alpha, retention) in `s`.
+  void ApplyTo(SelectorOptions* s) const;
 };
 
 // Every combination, nested as ITF unit, alpha, retention, chunk, pool (pool fastest).
