@@ -131,21 +131,31 @@ void BM_SelectDigestFromMemory(benchmark::State& state) { Select(state, Selector
 // The digest system's steps as a store-backed layer runs them: the resident
 // digests decoded and stacked, chunks scored, ordered and kept.
 void BM_DigestDecode(benchmark::State& state) {
-  const int64_t c = 64, n = kPrefix / c;
+  const int64_t c = 64, p = state.range(0), n = p / c;
   std::vector<at::Tensor> digests;
   for (int64_t i = 0; i < n; ++i) digests.push_back(EncodeDigest(at::randn({c, kHkv, kD}).to(at::kHalf)));
-  for (auto _ : state) {  // as StoreSource::DigestKeys: into one buffer, then stacked
-    at::Tensor all = at::empty({n * c, kHkv, kD}, at::kHalf);
-    for (int64_t i = 0; i < n; ++i) DecodeDigestInto(digests[static_cast<size_t>(i)], all.narrow(0, i * c, c));
-    benchmark::DoNotOptimize(StackChunkRows({all}, {}, at::kFloat));
+  for (auto _ : state) {  // as StoreSource::DigestKeys: in fp32 into one buffer with room for 16 new keys
+    at::Tensor all = at::empty({kHkv, p + 16, kD});
+    for (int64_t i = 0; i < n; ++i) DecodeDigestRows(digests[static_cast<size_t>(i)], all, i * c, c);
+    benchmark::DoNotOptimize(all);
   }
 }
 
+// A layer's chunk scores over a prefix of range(1) tokens from range(0) new rows (the last 16 score).
 void BM_DigestChunkScores(benchmark::State& state) {
-  const at::Tensor chunk_of = at::arange(kPrefix, at::kLong).div(64, "floor");
-  Cycle(state, MakeInputs(state.range(0)), [&](const Inputs& in) {
-    benchmark::DoNotOptimize(
-        DigestChunkScores(in.qkv.q, in.pk, in.qkv.k, in.qkv.scale, 16, chunk_of, kPrefix / 64, DigestScore::kKeys));
+  const int64_t p = state.range(1);
+  const at::Tensor chunk_of = at::arange(p, at::kLong).div(64, "floor");
+  at::manual_seed(1);
+  std::vector<Inputs> sets(4);
+  for (Inputs& in : sets) {
+    in.qkv.q = at::randn({kHq, state.range(0), kD});
+    in.qkv.k = at::randn({kHkv, state.range(0), kD});
+    in.qkv.scale = 1.0f / 8.0f;
+    in.pk = at::randn({kHkv, p + state.range(0), kD}).narrow(1, 0, p);  // with room, as a store's
+  }
+  Cycle(state, sets, [&](const Inputs& in) {
+    benchmark::DoNotOptimize(DigestChunkScores(in.qkv.q, in.pk, in.qkv.k, in.qkv.scale, 16, chunk_of, p / 64,
+                                               DigestScore::kKeys, state.range(0)));
   });
 }
 
@@ -311,8 +321,8 @@ BENCHMARK(BM_SelectH2O)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfTrusted)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
 BENCHMARK(BM_SelectDigestFromMemory)->NEW_TOKENS;
-BENCHMARK(BM_DigestDecode)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DigestChunkScores)->NEW_TOKENS;
+BENCHMARK(BM_DigestDecode)->Arg(kPrefix)->Arg(4 * kPrefix)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DigestChunkScores)->ArgsProduct({{16, 64}, {kPrefix, 4 * kPrefix}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DigestOrderAndPositions)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_H2OImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportance)->NEW_TOKENS;

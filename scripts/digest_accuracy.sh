@@ -5,11 +5,22 @@
 # JSON and per-question samples (for scripts/paired_test.py) go to OUT/rR/.
 #   scripts/digest_accuracy.sh BUILD OUT [STEPS]
 # STEPS (default "retention options options2"): retention runs 5, 10, 25,
-# 50%; options each option at 25% and the chunk size at 10%; options2 the rest.
+# 50%; options each option at 25% and the chunk size at 10%; options2 the rest;
+# window fewer scoring rows (4, 8, 1).
 set -euo pipefail
 build=${1:?usage: digest_accuracy.sh BUILD OUT [STEPS]}; out=${2:?}; steps=${3:-retention options options2}
 model=${MODEL:-models/smollm2-135m}
 common=(--model "$model" --task retrieval --prefix-tokens 2048 --limit 400 --system digest)
+strip_contexts() {  # the haystacks are regenerated from the seed: 3.4 MB a file less
+  python3 - "$1" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+with open(sys.argv[1], "w") as f:
+    for r in rows:
+        r.pop("context", None)
+        f.write(json.dumps(r) + "\n")
+PY
+}
 run() {  # RETENTION NAME ARGS...
   local r=$1 name=$2; shift 2
   local dir="$out/r$(python3 -c "print(round($r*100))")"
@@ -18,6 +29,7 @@ run() {  # RETENTION NAME ARGS...
   echo "== $name at $r" >&2
   "$build/impress" eval "${common[@]}" --retention "$r" "$@" \
     --json "$dir/$name.json" --samples "$dir/$name.samples.jsonl" | grep '^| retrieval'
+  strip_contexts "$dir/$name.samples.jsonl"
 }
 for step in $steps; do
   case $step in
@@ -36,6 +48,11 @@ for step in $steps; do
       run 0.25 digest-chunk16 --chunk 16
       run 0.10 digest-sink0 --sink-tokens 0
       run 0.10 digest-groups-sum --digest-groups sum ;;
+    window)  # fewer question rows score the chunks (less selection time)
+      run 0.25 digest-window4 --digest-window 4
+      run 0.10 digest-window4 --digest-window 4
+      run 0.25 digest-window8 --digest-window 8
+      run 0.25 digest-window1 --digest-window 1 ;;
     *) echo "digest_accuracy.sh: unknown step '$step'" >&2; exit 1 ;;
   esac
 done

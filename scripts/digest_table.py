@@ -10,7 +10,8 @@
       prefix's K/V each reads below the GPU per request: digest the tokens it
       keeps (whole chunks), the others as eval reports their kept share.
   digest_table.py options DIGEST_DIR
-      Each option varied at 25% and 10% against the defaults at that retention.
+      Each option varied at 25% and 10% against DIGEST_DIR's defaults (its
+      rR/digest) at that retention.
   digest_table.py ttft RUN_JSON
       A run (or a sweep's points): TTFT mean and p99, I/O and selection shares, MB
       from disk and digest MB per request, accuracy over the measured requests,
@@ -64,7 +65,9 @@ def retention(digest_dir, ref_dir="results/retrieval"):
 OPTIONS = [("digest-sink0", "--sink-tokens 0"), ("digest-recent64", "--recent-tokens 64"),
            ("digest-dense2", "--dense-layers 2"), ("digest-window0", "--digest-window 0"),
            ("digest-groups-sum", "--digest-groups sum"), ("digest-bound", "--digest-score bound"),
-           ("digest-chunk16", "--chunk 16"), ("digest-chunk32", "--chunk 32")]
+           ("digest-chunk16", "--chunk 16"), ("digest-chunk32", "--chunk 32"),
+           ("digest-window4", "--digest-window 4"), ("digest-window8", "--digest-window 8"),
+           ("digest-window1", "--digest-window 1")]
 
 
 def options(digest_dir):

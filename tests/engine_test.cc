@@ -97,6 +97,7 @@ class ReuseTest : public testing::ModelStoreTest {
     PrefixStoreOptions o = Options(dir.path());
     o.tiers = TiersOver(GpuCpuLevels(0, 0));
     o.policy = store_policy_;
+    o.digests = store_digests_;
     auto store = PrefixStore::Open(*model_, o);
     EXPECT_TRUE(store.ok()) << store.status().message();
     std::vector<int32_t> prefix = Tokens(160, 4), ctx = prefix;
@@ -110,6 +111,7 @@ class ReuseTest : public testing::ModelStoreTest {
     return r.ok() ? *r : at::Tensor();
   }
   PolicyKind store_policy_ = PolicyKind::kLru;  // OnStoredPrefix's store's cache policy
+  bool store_digests_ = false;                  // ... and whether it keeps chunk digests
   // impress-itf at 10% that never trusts its probes (alpha 0), always does
   // (a huge alpha puts t near 0), and always does with the chunk unit.
   struct ItfVariants {
@@ -474,6 +476,24 @@ TEST_P(ReuseTest, SpeculationChangesOnlyWhichBytesAreReadAhead) {
     const int64_t spec = on.speculated_chunks, used = on.speculated_used;
     EXPECT_EQ(on.load.bytes[2], off.load.bytes[2] + (spec - used) * 2 * kb - spec * pb);
   }
+}
+
+// The digest system reads nothing ahead; with speculation it reads layer
+// l+1's guess, the K and V of the chunks layer l gathered: the same
+// selections and attention, and the bytes differ by the unneeded guesses.
+TEST_P(ReuseTest, DigestSpeculationChangesOnlyWhichBytesAreReadAhead) {
+  TempDir dir;
+  const int64_t kb = static_cast<int64_t>((*PrefixStore::Open(*model_, Options(dir.path())))->geometry().KeyBytes());
+  store_digests_ = true;
+  const System sys = Named("digest", 0.25);
+  RequestTrace on, off;
+  at::Tensor with = OnStoredPrefix(sys, &on, RequestOptions{true, true});
+  at::Tensor without = OnStoredPrefix(sys, &off, RequestOptions{true, false});
+  ExpectSameSelection(with, on, without, off);
+  EXPECT_EQ(off.speculated_chunks, 0);
+  EXPECT_GE(on.speculated_chunks, model_->config().num_layers - 1);  // every layer after the first guesses
+  EXPECT_LE(on.speculated_used, on.speculated_chunks);
+  EXPECT_EQ(on.load.bytes[2], off.load.bytes[2] + (on.speculated_chunks - on.speculated_used) * 2 * kb);
 }
 
 // The spread probe layout from the store: the store copies the keys of the

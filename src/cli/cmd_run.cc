@@ -114,8 +114,9 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--data", c->data, "folder with <task>/<split>.jsonl");
   CLI::Option* no_prefetch = cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
   cmd->add_flag("--speculate", c->speculate,
-                "impress systems: read ahead the K/V chunks that the last trusted layer's agreed tokens occupy, "
-                "a guess at the next layer's (beyond the paper; a kind of read-ahead)")
+                "impress and digest systems: read ahead the K/V chunks that the last layer's chosen tokens (impress: "
+                "the last trusted layer's agreed tokens) occupy, a guess at the next layer's (beyond the paper; a "
+                "kind of read-ahead)")
       ->excludes(no_prefetch);
   cmd->add_option("--reorder-every", c->reorder_every,
                   "RO systems: besides the pass that ends the warm-up, reorder in the background after every N requests (0: never)")

@@ -27,5 +27,10 @@ at::Tensor DecodeDigest(const at::Tensor& digest, int64_t tokens, int64_t heads,
 // The same into `out`, [C, heads, d] fp16, contiguous, on the host (a slice of a larger buffer).
 // REQUIRES: `digest` contiguous on the host.
 void DecodeDigestInto(const at::Tensor& digest, at::Tensor out);
+// The keys a digest of C tokens gives in fp32, not rounded to fp16, into rows
+// [row0, row0 + C) of each head of `out` [heads, R, d] (fp32, host, rows of d
+// contiguous floats; a view of a larger buffer may leave room after R).
+// REQUIRES: `digest` contiguous on the host.
+void DecodeDigestRows(const at::Tensor& digest, at::Tensor out, int64_t row0, int64_t tokens);
 
 }  // namespace impress

@@ -325,4 +325,19 @@ void DecodeKv(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int he
   ToHalf(x.data(), dst, n);
 }
 
+void DecodeKvFloat(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int heads, int dim, float* dst,
+                   int64_t token_stride, int64_t head_stride) {
+  codec = PartCodec(codec, role);
+  const size_t n = static_cast<size_t>(tokens) * heads * dim;
+  thread_local std::vector<float> x;  // [tokens][heads][dim], then each row to its place
+  x.resize(n);
+  if (codec == KvCodec::kNone) ToFloat(reinterpret_cast<const uint16_t*>(src), x.data(), n);
+  else if (codec == KvCodec::kInt8) DecodeInt8(src, static_cast<size_t>(tokens) * heads, dim, x.data());
+  else DecodeInt4(Layout(role, tokens, heads, dim), src, x.data());
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < heads; ++h)
+      std::memcpy(dst + t * token_stride + h * head_stride, x.data() + (static_cast<size_t>(t) * heads + h) * dim,
+                  sizeof(float) * static_cast<size_t>(dim));
+}
+
 }  // namespace impress

@@ -56,6 +56,11 @@ size_t EncodedBytes(KvCodec codec, KvRole role, int tokens, int heads, int dim);
 void EncodeKv(KvCodec codec, KvRole role, const uint16_t* src, int tokens, int heads, int dim, uint8_t* dst);
 // Decodes `src` (EncodedBytes) into fp16 `dst` ([tokens][heads][dim]).
 void DecodeKv(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int heads, int dim, uint16_t* dst);
+// Decodes `src` into fp32, element (t, h, i) at dst[t * token_stride + h *
+// head_stride + i]: the values DecodeKv rounds to fp16, unrounded (kNone: the
+// halves, exact).
+void DecodeKvFloat(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int heads, int dim, float* dst,
+                   int64_t token_stride, int64_t head_stride);
 
 // IEEE half <-> float, round to nearest even (F16C where the CPU has it).
 float HalfToFloat(uint16_t h);

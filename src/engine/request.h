@@ -69,9 +69,10 @@ struct RequestOptions {
   // Read ahead while layer l computes: all of layer l+1 under full reuse; under
   // selection the part its queries do not decide (keys, or probe keys).
   bool prefetch = true;
-  // ITF systems, with prefetch: layer l+1's read ahead also takes the K and V
-  // of the chunks holding the tokens that the last trusted layer agreed on,
-  // a guess at layer l+1's set (beyond the paper). It changes which bytes are
+  // Methods that read probe keys or nothing ahead (ITF, digest), with
+  // prefetch: layer l+1's read ahead also takes the K and V of the chunks
+  // holding the tokens that layer l gathered (ITF: the last trusted layer's
+  // agreed set), a guess at layer l+1's set (beyond the paper). It changes which bytes are
   // read and when, never what attention sees: chunks the guess misses are
   // read after the layer's selection, chunks it wrongly names cost bytes
   // (and count as accesses to the cache policies, as every read does).

@@ -81,7 +81,7 @@ class PlacementTimer {
 StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLease& lease, ReadAhead ahead,
                          const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace)
     : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
-      first_parts_(PartsOf(ahead)), speculate_(ro.speculate && ro.prefetch && ahead == ReadAhead::kProbeKeys),
+      first_parts_(PartsOf(ahead)), speculate_(ro.speculate && ro.prefetch && (ahead == ReadAhead::kProbeKeys || ahead == ReadAhead::kNone)),
       key_room_(new_tokens),
       first_reads_(model.config().num_layers, [this](int l, DeviceSpans* spans) { return ReadFirst(l, spans); }, store.load_stream()) {
   // Each layer's token order, on the device once per lease (on the CPU the lease's own).
@@ -122,12 +122,13 @@ std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
 StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
   store_.load_stream().Wait(token_order_ready_);  // on the load stream: after the token order's copy up
   FirstRead r;
-  if (first_parts_ == 0) {  // the method reads nothing ahead: every chunk's parts start empty
+  const bool guess = speculate_ && last_guess_.tokens.defined();
+  if (first_parts_ == 0 && !guess) {  // the method reads nothing ahead: every chunk's parts start empty
     r.parts.resize(chunks_.size());
     return r;
   }
   std::vector<uint8_t> want(chunks_.size(), first_parts_);
-  if (speculate_ && last_guess_.tokens.defined()) {
+  if (guess) {
     r.guessed = GuessedChunks(last_guess_, l);
     for (int64_t i : r.guessed) want[i] = kKeys | kValues;
   }
@@ -137,7 +138,7 @@ StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
   // What every layer reads first is also stacked here, in token order, so
   // that the layer finds it ready: keys and values, keys, or the probe keys
   // (of a chunk read whole, its first probe heads' keys).
-  if (r.status.ok() && !chunks_.empty()) {
+  if (r.status.ok() && !chunks_.empty() && first_parts_ != 0) {
     std::vector<at::Tensor> ks, vs;
     for (const ChunkParts& p : r.parts) {
       ks.push_back(first_parts_ == kProbeKeys && p.probe.defined() ? p.probe : p.k);
@@ -351,19 +352,30 @@ void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int6
 Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
   IMPRESS_CHECK(layer == layer_);
   const ChunkGeometry& g = store_.geometry();
-  const int64_t c = g.chunk_tokens;
-  // Every chunk decoded into one buffer in stored order, then put in token order as keys are.
-  at::Tensor all = at::empty({chunks() * c, g.kv_heads, g.head_dim}, at::kHalf);
+  const int64_t c = g.chunk_tokens, p = tokens();
+  // Every chunk decoded in fp32 into one buffer [Hkv, P + room, d] in stored
+  // order (with room, as Keys and ProbeKeys leave), then in token order.
+  at::Tensor all = at::empty({g.kv_heads, p + key_room_, g.head_dim}, at::kFloat);
   for (size_t i = 0; i < chunks_.size(); ++i) {
     const at::Tensor d = store_.Digest(chunks_[i], layer);
     if (!d.defined())
       return Status::InvalidArgument(store_.options().dir + ": chunk " + std::to_string(chunks_[i]) + " layer " +
                                      std::to_string(layer) + " has no digest (the store keeps none, or the chunk "
                                      "lives only below the disk)");
-    DecodeDigestInto(d, all.narrow(0, static_cast<int64_t>(i) * c, c));
+    DecodeDigestRows(d, all, static_cast<int64_t>(i) * c, c);
     trace_->digest_bytes += d.nbytes();
   }
-  *k = StackNow({all}, TokenOrder(layer));
+  at::Tensor keys = all.narrow(1, 0, p);
+  if (lease_.reordered()) keys = keys.index_select(1, TokenOrder(layer).to(at::kCPU, at::kLong));  // no room left
+  const at::ScalarType compute = model_.dtype();
+  if (model_.device().is_cpu() && compute == at::kFloat) {
+    *k = keys;
+  } else {
+    DeviceSpans& spans = demand_spans_[layer_];
+    spans.Open();
+    *k = keys.to(model_.device(), compute);
+    spans.Close();
+  }
   return Status::OK();
 }
 

@@ -7,9 +7,9 @@
 //    l-1 computes (Start), and taken when layer l begins (Begin); that part
 //    is also stacked in token order and in the compute dtype there, so that
 //    All, Keys or ProbeKeys find the layer's tensor ready;
-//  - speculation (RequestOptions::speculate, probe-key methods only): that
-//    read also takes the K and V of the chunks where the last gathered set's
-//    positions are likeliest, a guess at this layer's set;
+//  - speculation (RequestOptions::speculate, methods that read probe keys or
+//    nothing ahead): that read also takes the K and V of the chunks where the
+//    last gathered set's positions are likeliest, a guess at this layer's set;
 //  - accounting: time waiting for reads (trace io_ms), bytes and hits per
 //    tier, the chunks whose K or V a selection read and their tiers, and the
 //    score policy's per-chunk important shares (Observe, timed as placement).

@@ -12,8 +12,8 @@
 namespace impress {
 
 // `keys` [Hkv, P, d] with each run of `chunk_tokens` positions (the last may
-// be short) put through its digest and back, as a store that keeps digests
-// serves them: [Hkv, P, d] in keys' dtype, on its device.
+// be short) put through its digest and back (DecodeDigestRows, fp32), as a
+// store that keeps digests serves them: [Hkv, P, d] in keys' dtype, on its device.
 at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens);
 
 // How chunks are scored from their digests.
@@ -27,11 +27,12 @@ enum class DigestScore : uint8_t {
 // each query head from its last `window` rows (0: every row), the best over
 // the group's query heads.
 //   q [Hq, T, d] new tokens' queries (RoPE applied, unscaled); new_k [Hkv, T, d];
-//   digest_keys [Hkv, P, d] (PrefixSource::DigestKeys); chunk_of [P] int64
+//   digest_keys [Hkv, P, d] (PrefixSource::DigestKeys) with `room` free rows
+//   after each head's (PrefixImportance's room: 0 or T); chunk_of [P] int64
 //   names each position's chunk, 0..n_chunks-1.
 at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys, const at::Tensor& new_k,
                              float scale, int64_t window, const at::Tensor& chunk_of,
-                             int64_t n_chunks, DigestScore how);
+                             int64_t n_chunks, DigestScore how, int64_t room = 0);
 
 // How the KV groups' chunk scores [Hkv, C] make the layer's one order.
 enum class DigestGroups : uint8_t {

@@ -13,12 +13,12 @@ namespace impress {
 at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens) {
   const int64_t p = keys.size(1);
   const at::Tensor host = keys.to(at::kCPU, at::kHalf).transpose(0, 1).contiguous();  // [P, Hkv, d]
-  at::Tensor out = at::empty_like(host);
+  at::Tensor out = at::empty({keys.size(0), p, keys.size(2)}, at::kFloat);
   for (int64_t s = 0; s < p; s += chunk_tokens) {
     const int64_t n = std::min(chunk_tokens, p - s);
-    DecodeDigestInto(EncodeDigest(host.narrow(0, s, n).contiguous()), out.narrow(0, s, n));
+    DecodeDigestRows(EncodeDigest(host.narrow(0, s, n).contiguous()), out, s, n);
   }
-  return out.transpose(0, 1).to(keys.device(), keys.scalar_type()).contiguous();
+  return out.to(keys.device(), keys.scalar_type());
 }
 
 namespace {
@@ -43,7 +43,7 @@ at::Tensor QuestBounds(const at::Tensor& q, const at::Tensor& digest_keys, float
 
 at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys, const at::Tensor& new_k,
                              float scale, int64_t window, const at::Tensor& chunk_of,
-                             int64_t n_chunks, DigestScore how) {
+                             int64_t n_chunks, DigestScore how, int64_t room) {
   const int64_t hq = q.size(0), t = q.size(1), hkv = digest_keys.size(0);
   IMPRESS_CHECK(hq % hkv == 0 && chunk_of.numel() == digest_keys.size(1));
   at::Tensor per_head;  // [Hq, C]
@@ -51,7 +51,7 @@ at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys,
     const at::Tensor rows = window > 0 && window < t ? q.narrow(1, t - window, window) : q;
     per_head = at::softmax(QuestBounds(rows, digest_keys, scale, chunk_of, n_chunks), -1).sum(1);
   } else {
-    const at::Tensor imp = ShapedImportance(q, digest_keys, new_k, scale, ImportanceShape{window, 1});
+    const at::Tensor imp = ShapedImportance(q, digest_keys, new_k, scale, ImportanceShape{window, 1}, room);
     per_head = at::zeros({hq, n_chunks}, imp.options()).index_add_(1, chunk_of.to(imp.device(), at::kLong), imp);
   }
   return std::get<0>(per_head.view({hkv, hq / hkv, n_chunks}).max(1));

@@ -40,7 +40,7 @@ struct DigestOptions {
   int64_t sink_tokens = 64;    // the prefix's first tokens (their chunks) are always kept
   int64_t recent_tokens = 0;   // likewise its last tokens
   int dense_layers = 0;        // the first layers keep every token
-  int64_t window = 16;         // chunks are scored by the last `window` query rows (0: every row)
+  int64_t window = 4;          // chunks are scored by the last `window` query rows (0: every row)
   DigestScore score = DigestScore::kKeys;
   DigestGroups groups = DigestGroups::kRank;
 };
