@@ -3,8 +3,9 @@
 the tokenizer.json interpreter, excepted) and no function body over 60 lines.
 
 A function is a top-level (or namespace-level) brace block whose opening line
-or the lines before it hold a parenthesis and that is not a struct, class,
-enum or initializer; its length runs from that line to its closing brace.
+or the lines of its declaration before it (since the last `;`, `{` or `}`)
+hold a parenthesis and that is not a struct, class, enum or initializer; its
+length runs from its declaration's first line to its closing brace.
 Lambdas and member functions defined inside a class count with their enclosing
 block. Prints each offender and the counts; exits 1 when there is any.
 
@@ -27,7 +28,7 @@ def strip(line):
 
 def functions(lines):
     """(first line index, length) of each namespace-level brace block that is a function."""
-    depth, start, head = 0, None, ""
+    depth, start, head, head_at = 0, None, "", 0
     for i, raw in enumerate(lines):
         s = strip(raw)
         if re.match(r"^\s*namespace\b.*\{", s) or re.match(r"^\}\s*//\s*namespace", raw):
@@ -35,14 +36,19 @@ def functions(lines):
         opens, closes = s.count("{"), s.count("}")
         if depth == 0 and opens > 0:
             plain = not re.match(r"^\s*(struct|class|enum|union)\b", s) and not re.search(r"=\s*\{", s)
-            start = i if plain and "(" in head + s else None
+            start = (head_at if head else i) if plain and "(" in head + s else None
         depth += opens - closes
         if depth == 0:
             if start is not None:
                 yield start, i - start + 1
             start = None
             text = s.strip()
-            head = s if text and not text.endswith((";", "}")) else ""
+            # A declaration's lines since the last statement or block, however many a signature takes.
+            if text and not text.endswith((";", "}", "{")):
+                head_at = head_at if head else i
+                head += " " + s
+            else:
+                head = ""
 
 
 def main(repo):

@@ -7,7 +7,7 @@ selections and counts the documents whose answer stays what the full KV
 answers, and the mean absolute change of the answer's log-likelihood margin
 (best minus second-best choice, in nats):
 - h2o: every query head its own top-k (the baselines);
-- itf: PAPER.md's probe heads, the first 3 query heads (for a GQA model, the
+- itf: docs/paper.md's probe heads, the first 3 query heads (for a GQA model, the
   query heads of the first KV head), whose agreed set serves every head;
 - itf-spread: probe heads one per KV head (query heads 0, g, 2g): the trust
   test sees heads that read different keys, at the cost of reading their keys;

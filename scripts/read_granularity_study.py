@@ -58,7 +58,7 @@ def main():
     d = getattr(cfg, "head_dim", None) or cfg.hidden_size // hq
     g = hq // hkv
     kv_token = hkv * d * args.elem_bytes      # one token's keys (or values), all KV heads
-    probe_token = d * args.elem_bytes         # the probe heads' keys: the first KV head (PAPER.md, GQA)
+    probe_token = d * args.elem_bytes         # the probe heads' keys: the first KV head (docs/paper.md, GQA)
     prefix_ids = shared_prefix_ids(tok, records)
     total = {(s, paged): 0 for s in ("h2o", "itf") for paged in (False, True)}
     full = 0

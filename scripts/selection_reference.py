@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A reference for importance-aware loading, written from PAPER.md on top of
+"""A reference for importance-aware loading, written from docs/paper.md on top of
 Hugging Face transformers' Llama modules, to check the C++ selectors against.
 
 `selected_logits` runs new tokens after a prefix whose KV is held, as the
@@ -67,7 +67,7 @@ def probe_heads(layout, heads, kv_heads, n=3):
 
 def select(importance, system, retention, alpha, probes=(0, 1, 2), group_size=1):
     """importance [Hq, P] -> (keep [Hq, P] bool, trusted or None). `probes`:
-    the probe query heads (PAPER.md: the first 3); `group_size`: query heads
+    the probe query heads (docs/paper.md: the first 3); `group_size`: query heads
     per KV head."""
     hq, p = importance.shape
     k = retained(retention, p)

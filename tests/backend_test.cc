@@ -29,7 +29,7 @@ namespace {
 
 using testing::TempDir;
 
-// PAPER.md section 2: tokens go to chunks by descending importance, and
+// docs/paper.md §2: tokens go to chunks by descending importance, and
 // inside a chunk stay in token order.
 TEST(ReorderPlan, MostImportantFirstTokenOrderInsideAChunk) {
   const std::vector<std::vector<float>> history = {{0, 5, 1, 7, 2, 6, 3, 4}, {8, 7, 6, 5, 4, 3, 2, 1}};

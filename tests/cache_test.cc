@@ -192,7 +192,7 @@ TEST(ChunkScores, TransferGivesTheBestHistoryFirst) {
   EXPECT_EQ(s.Score(12), 0);  // 3 had no history
 }
 
-// The three access cases of PAPER.md section 3, with two-chunk tiers.
+// The three access cases of docs/paper.md §3, with two-chunk tiers.
 TEST(TieredCache, ScorePolicyPlacesByScore) {
   TierOptions opt;
   opt.levels = GpuCpuLevels(2 * 256, 2 * 256);  // two 8-token chunks each

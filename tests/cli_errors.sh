@@ -104,6 +104,21 @@ expect "digest with the shared tier" "--system digest does not run with --remote
   --system digest --remote redis://127.0.0.1:1 --store "$tmp/digest_remote"
 expect "unknown digest score" "--digest-score: bogus not in {keys,bound}" -- eval --model "$src" --digest-score bogus
 expect "unknown ITF unit" "--itf-unit: bogus not in {token,chunk} (--help lists the options)" -- eval --model "$src" --itf-unit bogus
+# Task files: one line naming file:line and the problem, and nothing written.
+tf=$tmp/tasks.jsonl ok='{"context": "A b c.", "question": " q", "choices": ["x", "y"], "gold": 0}'
+task_file() {  # NAME SUBSTRING LINE2: a good line, then LINE2
+  printf '%s\n%s\n' "$ok" "$3" >"$tf"
+  expect "task file: $1" "$tf:2: $2" -- eval --model "$src" --task-file "$tf" --json "$tmp/tf.json" --samples "$tmp/tf.samples"
+  if [ -e "$tmp/tf.json" ] || [ -e "$tmp/tf.samples" ]; then echo "FAIL task file: $1 wrote a file"; failures=$((failures + 1)); fi
+}
+task_file "malformed JSON" "not valid JSON" '{"context": "A",'
+task_file "missing field" 'no "question" field' '{"context": "A", "answers": ["1"]}'
+task_file "mistyped field" '"choices" is not a list of strings' '{"context": "A", "question": "q", "choices": "xy", "gold": 0}'
+task_file "gold out of range" '"gold" 2 is out of range for 2 choices' '{"context": "A", "question": "q", "choices": ["x", "y"], "gold": 2}'
+task_file "empty context" '"context" is empty' '{"context": "", "question": "q", "answers": ["1"]}'
+long=$(python3 -c "print(' '.join(['word'] * 3000))")
+task_file "too long for the model" "the shared prefix: sequence of" "{\"context\": \"$long\", \"question\": \" q\", \"answers\": [\"1\"]}"
+expect "task file beside --task" "--task excludes --task-file" -- eval --model "$src" --task piqa --task-file "$tf"
 expect "even importance pool" "--importance-pool: must be an odd number >= 1, not '4'" -- run --model "$src" --importance-pool 4
 expect "unknown probe layout" "--probe-layout: middle not in {first,spread}" -- reproduce fig15 --model "$src" --probe-layout middle
 expect "ITF unit list with a bogus one" "--itf-unit: bogus not in {token,chunk}" -- run --model "$src" --itf-unit token,bogus

@@ -1,4 +1,4 @@
-// KV reordering (PAPER.md section 2): a reordered store serves exactly the KV
+// KV reordering (docs/paper.md §2): a reordered store serves exactly the KV
 // of the unreordered one, through every system; its copies survive reopening
 // and are dropped when their node splits; replaced and dropped copies give
 // their disk space back (online and by compaction) and their log records

@@ -176,7 +176,7 @@ TEST(Select, ImportanceIsColumnSumOfAttentionWeights) {
 }
 
 // The static control's importance: every token's attention weight from each
-// row at or after it, per head (row by row with softmax, as PAPER.md's H2O
+// row at or after it, per head (row by row with softmax, as docs/paper.md's H2O
 // defines accumulated attention), over more rows than one block holds.
 TEST(Select, SelfImportanceIsEachTokensAttentionFromItsOwnSequence) {
   at::manual_seed(5);

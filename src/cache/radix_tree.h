@@ -1,6 +1,6 @@
 // Radix tree over token ids at chunk granularity: which prefixes are stored,
 // the ids of their chunks, and per node the importance history and reordered
-// copy of IMPRESS's KV reordering (PAPER.md section 2). Metadata only; no
+// copy of IMPRESS's KV reordering (docs/paper.md §2). Metadata only; no
 // tensors. Not thread-safe: the owner serializes access.
 //
 // Every edge holds a whole number of chunks (C tokens each); a partial tail

@@ -6,7 +6,7 @@
 // Which chunk goes where is the policy's (policy/placement.h): with LRU or
 // LFU a chunk read from below, or hit in a lower level, moves to the top
 // level, and each level's victims move one level down (the last level's are
-// dropped). With IMPRESS's "score" policy (PAPER.md section 3) placement
+// dropped). With IMPRESS's "score" policy (docs/paper.md §3) placement
 // waits for the access's important share (Observe), then a chunk moves up
 // only past a level's next victim: a lower level's hit replaces the top
 // level's lowest score if it beats it (the loser goes down); a chunk read

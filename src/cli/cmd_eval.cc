@@ -1,12 +1,14 @@
 // impress eval: lm-eval-style multiple-choice accuracy behind a shared
-// few-shot prefix. --itf-unit, --retention and --alpha take comma-separated lists.
-#include <fstream>
+// few-shot prefix, or a task file's questions behind their contexts.
+// --itf-unit, --retention and --alpha take comma-separated lists.
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/provenance.h"
 #include "codec/kv_codec.h"
 #include "data/task.h"
+#include "data/task_file.h"
 #include "engine/request.h"
 #include "experiment/eval_tasks.h"
 #include "experiment/sweep.h"
@@ -31,7 +33,10 @@ int RunEval(EvalOptions o) {
   ApplyRuntimeFlags(o.runtime);
   EvalConfig& c = o.config;
   c.tasks.clear();
-  if (o.task == "all") {
+  if (!c.task_file.empty()) {  // its questions instead; a bad line is refused before anything runs
+    StatusOr<std::vector<TaskContext>> file = LoadTaskFile(c.task_file);
+    if (!file.ok()) return Fail(file.status());
+  } else if (o.task == "all") {
     c.tasks = BenchmarkTaskNames();
   } else {
     Status known = CheckTaskName(o.task, true);
@@ -42,12 +47,8 @@ int RunEval(EvalOptions o) {
   if (!tok.ok()) return Fail(tok.status());
   auto model = LoadModel(o.model, LoadOptions{o.runtime.device, o.runtime.dtype});
   if (!model.ok()) return Fail(model.status());
-  std::ofstream samples;
-  if (!o.samples_path.empty()) {
-    samples.open(o.samples_path);
-    if (!samples) return Fail(Status::IOError(o.samples_path + ": cannot write"));
-    c.samples = &samples;
-  }
+  std::ostringstream samples;  // written at the end: a failed eval writes nothing
+  if (!o.samples_path.empty()) c.samples = &samples;
   std::vector<nlohmann::ordered_json> results;
   for (const SweepPoint& p : SweepPoints(o.axes)) {
     p.ApplyTo(&c.select);
@@ -64,6 +65,10 @@ int RunEval(EvalOptions o) {
     Status w = WriteTextFile(o.json_path, WithProvenance(SweepResult(std::move(results)), o.model, cuda).dump(2) + "\n");
     if (!w.ok()) return Fail(w);
   }
+  if (!o.samples_path.empty()) {
+    Status w = WriteTextFile(o.samples_path, samples.str());
+    if (!w.ok()) return Fail(w);
+  }
   return 0;
 }
 
@@ -76,7 +81,11 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
   CLI::App* cmd = app.add_subcommand("eval", "Multiple-choice accuracy as lm-evaluation-harness computes it");
   cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
-  cmd->add_option("--task", o->task, "piqa, rte, copa, openbookqa, retrieval, or all (the first four)");
+  CLI::Option* task = cmd->add_option("--task", o->task, "piqa, rte, copa, openbookqa, retrieval, or all (the first four)");
+  cmd->add_option("--task-file", c->task_file,
+                  "instead of --task: a JSONL file of your own questions (context, question, and choices with gold "
+                  "or answers; docs/data.md)")
+      ->excludes(task);
   cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
   cmd->add_flag("--no-prefix", c->no_prefix, "score every document with no prefix (the floor)");
   cmd->add_flag("--recall", c->recall,

@@ -28,8 +28,8 @@ void DecodeDigestRows(const at::Tensor& digest, at::Tensor out, int64_t row0, in
                 out.dim() == 3 && out.stride(2) == 1 && out.stride(1) == out.size(2) && row0 >= 0 &&
                 row0 + tokens <= out.size(1));
   DecodeKvFloat(kDigestCodec, KvRole::kKeys, digest.data_ptr<uint8_t>(), static_cast<int>(tokens),
-                static_cast<int>(out.size(0)), static_cast<int>(out.size(2)), out.data_ptr<float>() + row0 * out.stride(1),
-                out.stride(1), out.stride(0));
+                static_cast<int>(out.size(0)), static_cast<int>(out.size(2)),
+                out.data_ptr<float>() + row0 * out.stride(1), out.stride(1), out.stride(0));
 }
 
 }  // namespace impress

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/named.h"
-#include "common/utf8.h"
+#include "data/jsonl.h"
 
 namespace impress {
 namespace {
@@ -162,28 +162,13 @@ std::string SplitPath(const std::string& data_dir, const TaskSpec& task, const s
 }
 
 StatusOr<std::vector<Doc>> LoadSplit(const TaskSpec& task, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open (missing split? run 'make data')");
   const Converter& convert = ConverterFor(task.name);
   std::vector<Doc> docs;
-  std::string line;
-  for (int lineno = 1; std::getline(in, line); ++lineno) {
-    auto where = [&](const std::string& what) {
-      return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": " + what);
-    };
-    if (line.empty()) continue;
-    if (!ValidUtf8(line)) return where("invalid UTF-8");
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const std::exception& e) {
-      return where(std::string("not valid JSON: ") + e.what());
-    }
-    if (!j.is_object()) return where("not a JSON object");
-    auto doc = convert(Fields(j));
-    if (!doc.ok()) return where(doc.status().message());
-    docs.push_back(std::move(*doc));
-  }
+  RETURN_IF_ERROR(ForEachJsonLine(path, " (missing split? run 'make data')", [&](const json& j, int) -> Status {
+    ASSIGN_OR_RETURN(Doc doc, convert(Fields(j)));
+    docs.push_back(std::move(doc));
+    return Status::OK();
+  }));
   if (docs.empty()) return Status::InvalidArgument(path + ": empty file, no documents");
   return docs;
 }

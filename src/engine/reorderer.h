@@ -1,4 +1,4 @@
-// KV reordering (PAPER.md section 2): re-packs each node's tokens by their
+// KV reordering (docs/paper.md §2): re-packs each node's tokens by their
 // historical importance into new chunks, one order per layer, while requests
 // keep running. Two steps: a plan (a pure function of a node's history, with
 // no store), then the repack (read the node's chunks from the backends, write

@@ -151,76 +151,71 @@ Status ServeFromStore(const System& system, Model& model, PrefixStore* store, co
   return selector.status();
 }
 
-}  // namespace
+// A store that copies fewer KV heads' keys for probing than `system`'s probe
+// layout reads is refused.
+Status CheckProbeLayout(const System& system, const Model& model, const PrefixStore* store) {
+  if (!system.reuse || store == nullptr || !system.uses_probe_heads) return Status::OK();
+  const ModelConfig& c = model.config();
+  const int64_t need = ProbeKvHeads(system.select.probe_heads, c.num_heads, c.num_kv_heads, system.select.probe_layout);
+  if (store->geometry().probe_kv_heads >= need) return Status::OK();
+  return Status::InvalidArgument(store->options().dir + ": the store copies the keys of " +
+                                 std::to_string(store->geometry().probe_kv_heads) + " KV heads for probing; " +
+                                 system.name + "'s probe layout needs " + std::to_string(need) +
+                                 " (a store opened with that layout)");
+}
 
-StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore* store,
-                                const std::vector<int32_t>& context, int64_t storable,
-                                std::unique_ptr<RewindableKv>* kv_out, RequestTrace* trace, const RequestOptions& opt) {
-  RETURN_IF_ERROR(ValidateTokens(model.config(), context, 0));
+// The whole context computed at full precision, with nothing reused.
+at::Tensor Recompute(Model& model, const std::vector<int32_t>& context, std::unique_ptr<RewindableKv>* kv_out) {
+  auto dense = std::make_unique<DenseKvCache>(model.config().num_layers);
+  at::Tensor last = LastLogProbs(model.Forward(context, 0, *dense));
+  *kv_out = std::move(dense);
+  return last;
+}
+
+// Nothing stored: the prefix's whole chunks (`whole`) as the store computes
+// them, the rest over them at full precision; those chunks are stored after
+// the first token.
+StatusOr<at::Tensor> ComputeThenStore(Model& model, PrefixStore* store, const std::vector<int32_t>& whole,
+                                      const std::vector<int32_t>& context, std::unique_ptr<RewindableKv>* kv_out,
+                                      RequestTrace* trace, Clock::time_point start) {
+  const int64_t n = static_cast<int64_t>(context.size()), c = store->geometry().chunk_tokens;
+  std::unique_ptr<DenseKvCache> kv = ComputeStoredKv(model, whole, c);
+  const int64_t from = std::min<int64_t>(kv->size(), n - 1);
+  const bool whole_kept = from == kv->size();  // else the context ends in the prefix's last chunk
+  kv->Truncate(from);
+  at::Tensor last = LastLogProbs(model.Forward(std::vector<int32_t>(context.begin() + from, context.end()), from, *kv));
+  trace->ttft_ms = Ms(start, Clock::now());
+  trace->computed_tokens = n;
+  const auto t0 = Clock::now();
+  std::unique_ptr<DenseKvCache> again = whole_kept ? nullptr : ComputeStoredKv(model, whole, c);
+  ASSIGN_OR_RETURN(trace->stored_chunks, store->Insert(whole, again ? *again : *kv));
+  trace->store_ms = Ms(t0, Clock::now());
+  *kv_out = std::move(kv);
+  return last;
+}
+
+// Serves the request from `lease`. A damaged or missing chunk costs time,
+// never an answer: the matched prefix is recomputed as the store computes it
+// (ComputeStoredKv, once), what failed is written back (Heal), and the
+// request is served again from the store, so it gets the answer a clean store
+// gives. A layer's read stops at its layer, so damage in several layers takes
+// several attempts; one that heals nothing (the write-back failed) ends them,
+// and so does a disk that damages what was just written (more attempts than a
+// read has steps), and the request recomputes its whole context (*recomputed).
+// Any other failed read is the request's error.
+StatusOr<at::Tensor> ServeHealing(const System& system, Model& model, PrefixStore* store,
+                                  const std::vector<int32_t>& prefix, PrefixLease lease,
+                                  const std::vector<int32_t>& context, std::unique_ptr<RewindableKv>* kv_out,
+                                  RequestTrace* trace, const RequestOptions& opt, bool* recomputed) {
   const int layers = model.config().num_layers;
-  const auto start = Clock::now();
   const int64_t n = static_cast<int64_t>(context.size());
-  auto recompute = [&]() {
-    auto dense = std::make_unique<DenseKvCache>(layers);
-    at::Tensor last = LastLogProbs(model.Forward(context, 0, *dense));
-    *kv_out = std::move(dense);
-    return last;
-  };
-  if (system.reuse && store != nullptr && system.uses_probe_heads) {
-    const ModelConfig& c = model.config();
-    const int64_t need =
-        ProbeKvHeads(system.select.probe_heads, c.num_heads, c.num_kv_heads, system.select.probe_layout);
-    if (store->geometry().probe_kv_heads < need)
-      return Status::InvalidArgument(store->options().dir + ": the store copies the keys of " +
-                           std::to_string(store->geometry().probe_kv_heads) + " KV heads for probing; " + system.name +
-                           "'s probe layout needs " + std::to_string(need) + " (a store opened with that layout)");
-  }
-  if (!system.reuse || store == nullptr) {
-    at::Tensor last = recompute();
-    trace->computed_tokens = n;
-    trace->ttft_ms = Ms(start, Clock::now());
-    return last;
-  }
-  const int64_t c = store->geometry().chunk_tokens;
-  const std::vector<int32_t> prefix(context.begin(), context.begin() + std::min(storable, n));
-  // The prefix's whole chunks: what the store holds of it (ComputeStoredKv's KV).
-  const std::vector<int32_t> whole(prefix.begin(), prefix.begin() + static_cast<int64_t>(prefix.size()) / c * c);
-  // Keep at least one token to compute: its logits are the first token's.
-  PrefixLease lease = store->Acquire(prefix, n - 1);
-  at::Tensor last;
-  if (lease.tokens() == 0) {
-    // Nothing stored: the prefix's chunks as the store computes them, the
-    // rest over them at full precision; those chunks are stored after the
-    // first token.
-    store->Release(lease);
-    std::unique_ptr<DenseKvCache> kv = ComputeStoredKv(model, whole, c);
-    const int64_t from = std::min<int64_t>(kv->size(), n - 1);
-    const bool whole_kept = from == kv->size();  // else the context ends in the prefix's last chunk
-    kv->Truncate(from);
-    last = LastLogProbs(model.Forward(std::vector<int32_t>(context.begin() + from, context.end()), from, *kv));
-    trace->ttft_ms = Ms(start, Clock::now());
-    trace->computed_tokens = n;
-    const auto t0 = Clock::now();
-    std::unique_ptr<DenseKvCache> again = whole_kept ? nullptr : ComputeStoredKv(model, whole, c);
-    ASSIGN_OR_RETURN(trace->stored_chunks, store->Insert(whole, again ? *again : *kv));
-    trace->store_ms = Ms(t0, Clock::now());
-    *kv_out = std::move(kv);
-    return last;
-  }
-  // A damaged or missing chunk costs time, never an answer: the matched
-  // prefix is recomputed as the store computes it (ComputeStoredKv, once),
-  // what failed is written back (Heal), and the request is served again from
-  // the store, so it gets the answer a clean store gives. A layer's read stops
-  // at its layer, so damage in several layers takes several attempts; one
-  // that heals nothing (the write-back failed) ends them, and so does a
-  // disk that damages what was just written (more attempts than a read has
-  // steps), and the request recomputes its whole context.
   std::unique_ptr<DenseKvCache> stored_kv;
+  at::Tensor last;
+  *recomputed = false;
   for (int attempt = 1;; ++attempt) {
     Status load_error = ServeFromStore(system, model, store, lease, context, kv_out, trace, opt, &last);
     store->Release(lease);
-    if (load_error.ok()) break;
-    // Any other failure (the disk refusing a read) is the request's.
+    if (load_error.ok()) return last;
     if (!load_error.IsCorruption() && !load_error.IsNotFound()) return load_error;
     // A failed attempt's counts are dropped; what it met is kept.
     const int64_t healed = trace->healed_chunks;
@@ -231,21 +226,51 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
     trace->healed_chunks = healed;
     const std::vector<int32_t> matched(prefix.begin(), prefix.begin() + lease.tokens());
     if (!stored_kv || stored_kv->size() < static_cast<int64_t>(matched.size()))
-      stored_kv = ComputeStoredKv(model, matched, c);
+      stored_kv = ComputeStoredKv(model, matched, store->geometry().chunk_tokens);
     StatusOr<HealStats> h = store->Heal(matched, *stored_kv);
     if (h.ok()) trace->healed_chunks += h->chunks_written;
     if (!h.ok() || h->chunks_written + h->copies_dropped == 0 || attempt > 2 * layers + 2) {
       trace->error += !h.ok() ? "; writing it back: " + h.status().message()
                               : attempt > 2 * layers + 2 ? "; damaged again after writing it back"
                                                          : "; nothing to write back";
-      last = recompute();
+      *recomputed = true;
       trace->computed_tokens = n;
-      trace->ttft_ms = Ms(start, Clock::now());
-      return last;
+      return Recompute(model, context, kv_out);
     }
     lease = store->Acquire(prefix, n - 1);
   }
+}
+
+}  // namespace
+
+StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore* store,
+                                const std::vector<int32_t>& context, int64_t storable,
+                                std::unique_ptr<RewindableKv>* kv_out, RequestTrace* trace, const RequestOptions& opt) {
+  RETURN_IF_ERROR(ValidateTokens(model.config(), context, 0));
+  const auto start = Clock::now();
+  const int64_t n = static_cast<int64_t>(context.size());
+  RETURN_IF_ERROR(CheckProbeLayout(system, model, store));
+  if (!system.reuse || store == nullptr) {
+    at::Tensor last = Recompute(model, context, kv_out);
+    trace->computed_tokens = n;
+    trace->ttft_ms = Ms(start, Clock::now());
+    return last;
+  }
+  const int64_t c = store->geometry().chunk_tokens;
+  const std::vector<int32_t> prefix(context.begin(), context.begin() + std::min(storable, n));
+  // The prefix's whole chunks: what the store holds of it (ComputeStoredKv's KV).
+  const std::vector<int32_t> whole(prefix.begin(), prefix.begin() + static_cast<int64_t>(prefix.size()) / c * c);
+  // Keep at least one token to compute: its logits are the first token's.
+  PrefixLease lease = store->Acquire(prefix, n - 1);
+  if (lease.tokens() == 0) {
+    store->Release(lease);
+    return ComputeThenStore(model, store, whole, context, kv_out, trace, start);
+  }
+  bool recomputed = false;
+  ASSIGN_OR_RETURN(at::Tensor last,
+                   ServeHealing(system, model, store, prefix, lease, context, kv_out, trace, opt, &recomputed));
   trace->ttft_ms = Ms(start, Clock::now());  // the logits are on the host; the timeline is not TTFT
+  if (recomputed) return last;
   trace->computed_tokens = n - trace->reused_tokens;
   // Whole chunks of the prefix past the match (a prefix stored in part): stored
   // as the store computes them, after the first token.

@@ -81,7 +81,8 @@ class PlacementTimer {
 StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLease& lease, ReadAhead ahead,
                          const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace)
     : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
-      first_parts_(PartsOf(ahead)), speculate_(ro.speculate && ro.prefetch && (ahead == ReadAhead::kProbeKeys || ahead == ReadAhead::kNone)),
+      first_parts_(PartsOf(ahead)),
+      speculate_(ro.speculate && ro.prefetch && (ahead == ReadAhead::kProbeKeys || ahead == ReadAhead::kNone)),
       key_room_(new_tokens),
       first_reads_(model.config().num_layers, [this](int l, DeviceSpans* spans) { return ReadFirst(l, spans); }, store.load_stream()) {
   // Each layer's token order, on the device once per lease (on the CPU the lease's own).

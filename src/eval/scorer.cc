@@ -142,7 +142,7 @@ Status Scorer::SetPrefix(const std::string& prefix) {
   held_ = 0;
   counters_ = SelectionCounters(model_.config().num_layers);
   if (prefix_ids_.empty()) return Status::OK();
-  RETURN_IF_ERROR(ValidateTokens(model_.config(), prefix_ids_, 0).WithContext("few-shot prefix"));
+  RETURN_IF_ERROR(ValidateTokens(model_.config(), prefix_ids_, 0).WithContext("the shared prefix"));
   if (select_.kind == SelectorKind::kStatic) {
     // The prefix's own prefill rows rank its tokens, once: the paper's SPI.
     static_importance_.assign(model_.config().num_layers, at::Tensor());
@@ -158,7 +158,7 @@ Status Scorer::SetPrefix(const std::string& prefix) {
   return Status::OK();
 }
 
-StatusOr<DocScore> Scorer::Score(const Doc& doc) {
+Status Scorer::Attend(const Doc& doc, int64_t extra, const Then& then) {
   ASSIGN_OR_RETURN(ScoredContext ctx, TokenizeContext(tok_, prefix_ + doc.text));
   // Reuse the held prefix KV for the tokens the context shares with it; at
   // least one context token is run, to predict the continuation's first token.
@@ -175,10 +175,11 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
   }
   held_ = m;
   std::vector<int32_t> rest(ctx.ids.begin() + m, ctx.ids.end());
-  RETURN_IF_ERROR(ValidateTokens(model_.config(), rest, m));
+  RETURN_IF_ERROR(ValidateTokens(model_.config(), rest, m + extra));  // room for `extra` more
+  const int64_t end = static_cast<int64_t>(ctx.ids.size());
   if (select_.kind == SelectorKind::kFull || m == 0) {
     at::Tensor last = at::log_softmax(model_.Forward(rest, m, cache_)[0], -1).cpu();
-    return ScoreChoices(model_, tok_, ctx, last, cache_, doc);
+    return then(ctx, last, cache_, end);
   }
   // The shared prefix's KV is held; each layer of this document attends to the selection from it.
   const SelectorOptions opt = ForRequest(select_, ctx.ids);
@@ -204,7 +205,36 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
     return s;
   });
   at::Tensor last = at::log_softmax(model_.Forward(rest, m, kv)[0], -1).cpu();
-  return ScoreChoices(model_, tok_, ctx, last, kv, doc);
+  return then(ctx, last, kv, end);
+}
+
+StatusOr<DocScore> Scorer::Score(const Doc& doc) {
+  DocScore out;
+  RETURN_IF_ERROR(Attend(doc, 0, [&](const ScoredContext& ctx, const at::Tensor& last, RewindableKv& kv, int64_t) {
+    ASSIGN_OR_RETURN(out, ScoreChoices(model_, tok_, ctx, last, kv, doc));
+    return Status::OK();
+  }));
+  return out;
+}
+
+StatusOr<Generation> Scorer::Generate(const Doc& doc, int max_new_tokens) {
+  Generation out;
+  RETURN_IF_ERROR(Attend(doc, max_new_tokens, [&](const ScoredContext&, const at::Tensor& first, RewindableKv& kv,
+                                                  int64_t pos) {
+    const RewindableKv::Mark mark = kv.Save();
+    at::Tensor last = first;
+    for (int i = 0; i < max_new_tokens; ++i) {
+      const int32_t next = static_cast<int32_t>(last.argmax().item<int64_t>());
+      if (next == model_.config().eos_token_id) break;
+      out.ids.push_back(next);
+      if (i + 1 == max_new_tokens) break;
+      last = at::log_softmax(model_.Forward({next}, pos++, kv)[0], -1).cpu();
+    }
+    kv.Rewind(mark);  // the held prefix (and a document's context) stay as they were
+    return Status::OK();
+  }));
+  out.text = tok_.Decode(out.ids);
+  return out;
 }
 
 }  // namespace impress

@@ -2,6 +2,7 @@
 // with lm-evaluation-harness's tokenization of (context, continuation) pairs.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,12 @@ namespace impress {
 
 class Model;
 class Tokenizer;
+
+// A generation line's output (data/task_file.h): greedy tokens after a context.
+struct Generation {
+  std::vector<int32_t> ids;  // the generated tokens, the end-of-sequence token left out
+  std::string text;          // their decoding
+};
 
 struct DocScore {
   std::vector<double> loglik;  // per choice: sum of log p(continuation token | everything before)
@@ -63,6 +70,12 @@ class Scorer {
   int64_t prefix_tokens() const { return static_cast<int64_t>(prefix_ids_.size()); }
   // Errors: text that is not UTF-8, a context longer than the model's window.
   StatusOr<DocScore> Score(const Doc& doc);
+  // Greedy decoding after prefix + doc.text of up to `max_new_tokens` tokens,
+  // stopping at the end-of-sequence token: the first from the context's last
+  // logits, each next over the same selected prefix KV (chosen once per layer
+  // from the context's queries) and every token after it. Errors as Score's,
+  // and a context plus max_new_tokens longer than the model's window.
+  StatusOr<Generation> Generate(const Doc& doc, int max_new_tokens);
   // What selection did over the documents scored since SetPrefix.
   const SelectionCounters& selection() const { return counters_; }
   // On: every layer selection is also scored against H2O's exact per-head
@@ -92,6 +105,13 @@ class Scorer {
   // Makes cache_ hold what a store-backed request sharing the prefix's first
   // m tokens attends to: the stored chunks within m, the rest computed over them.
   void ReuseStored(int64_t m);
+  // What follows a document's context: given the context, the
+  // log-probabilities after its last token, the KV it attended to and the
+  // position after it.
+  using Then = std::function<Status(const ScoredContext&, const at::Tensor&, RewindableKv&, int64_t)>;
+  // Runs prefix + doc.text over the held prefix KV (selected per layer by
+  // select_) with `extra` more positions to come, then `then`.
+  Status Attend(const Doc& doc, int64_t extra, const Then& then);
 };
 
 }  // namespace impress

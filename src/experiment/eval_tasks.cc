@@ -5,6 +5,7 @@
 #include "common/named.h"
 #include "common/progress.h"
 #include "data/retrieval.h"
+#include "data/task_file.h"
 #include "data/workload.h"
 #include "engine/request.h"
 #include "eval/scorer.h"
@@ -82,9 +83,11 @@ struct Tally {
   TaskEval Result(const std::string& task, int shots, int64_t prefix_tokens, const SelectionCounters& selection) const {
     TaskEval r;
     r.task = task, r.n = n, r.shots = shots;
-    r.acc = double(correct) / n, r.acc_norm = double(correct_norm) / n;
-    r.acc_stderr = MeanStderr(r.acc, n), r.acc_norm_stderr = MeanStderr(r.acc_norm, n);
-    r.gold_loglik_mean = gold_loglik / n;
+    if (n > 0) {
+      r.acc = double(correct) / n, r.acc_norm = double(correct_norm) / n;
+      r.acc_stderr = MeanStderr(r.acc, n), r.acc_norm_stderr = MeanStderr(r.acc_norm, n);
+      r.gold_loglik_mean = gold_loglik / n;
+    }
     r.prefix_tokens = prefix_tokens;
     r.kept_share = selection.KeptShare(), r.fallback_share = selection.FallbackShare();
     if (selection.recall_n > 0) r.recall_h2o = selection.Recall();
@@ -152,6 +155,56 @@ StatusOr<TaskEval> EvalRetrieval(const EvalConfig& c, const Tokenizer& tok, Scor
   return r;
 }
 
+// A task file: each context is the prefix of its own lines; multiple-choice
+// lines are tallied as documents, generation lines decoded and scored.
+StatusOr<TaskEval> EvalTaskFile(const EvalConfig& c, Scorer& scorer) {
+  ASSIGN_OR_RETURN(std::vector<TaskContext> contexts, LoadTaskFile(c.task_file));
+  int total = 0;
+  for (const TaskContext& x : contexts) total += static_cast<int>(x.lines.size());
+  const int want = c.limit > 0 ? std::min(c.limit, total) : total;
+  const std::string task = c.task_file.substr(c.task_file.find_last_of('/') + 1);
+  Tally t;
+  TaskEval::Generated gen;
+  int64_t tokens = 0, used = 0;
+  SelectionCounters selection;
+  Progress progress("eval " + task, want);
+  for (const TaskContext& x : contexts) {
+    if (t.n + gen.n == want) break;
+    const std::string prefix = c.no_prefix ? "" : x.text;
+    RETURN_IF_ERROR(scorer.SetPrefix(prefix).WithContext(c.task_file + ":" + std::to_string(x.lines[0].line)));
+    tokens += scorer.prefix_tokens(), ++used;
+    for (const TaskLine& l : x.lines) {
+      if (t.n + gen.n == want) break;
+      const std::string where = c.task_file + ":" + std::to_string(l.line);
+      if (!l.generates()) {
+        RETURN_IF_ERROR(t.Score(c, task, prefix, l.doc, scorer).WithContext(where));
+      } else {
+        StatusOr<Generation> g = scorer.Generate(l.doc, l.max_new_tokens);
+        if (!g.ok()) return g.status().WithContext(where);
+        const double share = AnswerShare(l.answers, g->text);
+        gen.all += share == 1.0, gen.answers_found += share;
+        if (c.samples != nullptr) {
+          nlohmann::json j = {{"task", task}, {"line", l.line}, {"context", prefix + l.doc.text},
+                              {"answers", l.answers}, {"output", g->text}, {"output_ids", g->ids},
+                              {"all", share == 1.0}, {"answers_found", share}};
+          *c.samples << j.dump() << "\n";
+        }
+        ++gen.n;
+      }
+      progress.Update(t.n + gen.n);
+    }
+    if (used == 1) selection = scorer.selection();
+    else selection.Merge(scorer.selection());
+  }
+  TaskEval r = t.Result(task, 0, tokens / std::max<int64_t>(used, 1), selection);
+  r.n = t.n + gen.n;
+  if (gen.n > 0) {
+    gen.all /= gen.n, gen.answers_found /= gen.n;
+    r.generated = gen;
+  }
+  return r;
+}
+
 }  // namespace
 
 StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& c) {
@@ -171,6 +224,11 @@ StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalCon
   out.exact_importance = select.importance.exact();
   Scorer scorer(model, tok, select, out.codec);
   scorer.MeasureRecall(c.recall);
+  if (!c.task_file.empty()) {
+    ASSIGN_OR_RETURN(TaskEval r, EvalTaskFile(c, scorer));
+    out.results.push_back(std::move(r));
+    return out;
+  }
   for (const TaskSpec* t : tasks) {
     ASSIGN_OR_RETURN(TaskEval r, t == nullptr ? EvalRetrieval(c, tok, scorer) : EvalTask(c, *t, tok, scorer));
     out.results.push_back(std::move(r));
@@ -192,6 +250,8 @@ nlohmann::ordered_json TaskEval::ToJson() const {
                       {"needles_per_1k", ro.needles_per_1k}, {"choices", ro.choices}, {"seed", ro.seed},
                       {"filler", "data/piqa/train.jsonl solutions (RetrievalFiller)"}};
   }
+  if (generated)
+    r["generation"] = {{"n", generated->n}, {"all", generated->all}, {"answers_found", generated->answers_found}};
   return r;
 }
 
@@ -208,6 +268,7 @@ nlohmann::ordered_json EvalResult::ToJson() const {
     j["importance_pool"] = c.select.importance.pool;
   }
   if (AnyReadsDigests({c.system})) j["digest"] = DigestJson(c.select.digest);
+  if (!c.task_file.empty()) j["task_file"] = c.task_file;
   j["results"] = nlohmann::json::array();
   for (const TaskEval& r : results) j["results"].push_back(r.ToJson());
   if (!model.empty()) j["model"] = model;
@@ -231,6 +292,11 @@ void EvalResult::Print(std::FILE* out) const {
     std::fprintf(out, "| %-10s | %5d | %7.4f | %8.4f | %8.4f | %8.4f | %5d | %6d | %6.3f | %8.3f |\n",
                  r.task.c_str(), r.n, r.acc, r.acc_norm, r.acc_stderr, r.acc_norm_stderr, r.shots,
                  static_cast<int>(r.prefix_tokens), r.kept_share, r.fallback_share);
+  for (const TaskEval& r : results)
+    if (r.generated)
+      std::fprintf(out, "\n%s: %d generated answers (acc above: the other %d lines); every answer found %.4f, "
+                   "answers found %.4f (RULER's string_match_all)\n",
+                   r.task.c_str(), r.generated->n, r.n - r.generated->n, r.generated->all, r.generated->answers_found);
 }
 
 }  // namespace impress

@@ -46,6 +46,9 @@ struct EvalConfig {
   // `seed`, and `limit` questions are scored (400 when 0), over as many
   // haystacks as that takes.
   RetrievalOptions retrieval;
+  // A task file (data/task_file.h): when set, its questions are scored
+  // instead of `tasks`, each behind its own context (`limit`: the first N).
+  std::string task_file;
   bool no_prefix = false;          // score every document with no prefix at all (the floor)
   // Each selecting system's recall of H2O's exact per-head top-k (Fig. 5):
   // "recall_h2o" in each result (Scorer::MeasureRecall).
@@ -73,10 +76,20 @@ struct TaskEval {
     RetrievalOptions generator;
   };
   std::optional<Haystacks> haystacks;
+  // A task file's generation lines, scored as RULER scores: how many, the
+  // share whose output holds every answer (RULER's `all`), and the mean
+  // share of answers found. acc and the rest are over its other lines
+  // (multiple choice, n - generated->n of them; 0 when none).
+  struct Generated {
+    int n = 0;
+    double all = 0, answers_found = 0;
+  };
+  std::optional<Generated> generated;
 
   // {"task", "n", "shots", "acc", "acc_norm", "acc_stderr", "acc_norm_stderr",
   // "gold_loglik_mean", "prefix_tokens", "kept_share", "fallback_share",
-  // "recall_h2o" (when set), "preds", and for retrieval "haystacks", "generator"}.
+  // "recall_h2o" (when set), "preds", for retrieval "haystacks", "generator",
+  // and for a task file with generation lines "generation": {"n", "all", "answers_found"}}.
   nlohmann::ordered_json ToJson() const;
 };
 
@@ -97,7 +110,8 @@ struct EvalResult {
   void Print(std::FILE* out) const;
 };
 
-// Tasks: the four of data/task.h and "retrieval". Errors name the split file or the document.
+// Tasks: the four of data/task.h and "retrieval", or a task file. Errors
+// name the split file or the document (a task file: its path and line).
 StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& config);
 
 }  // namespace impress

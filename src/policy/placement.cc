@@ -16,7 +16,7 @@ class RankingPlacement final : public Placement {
   const char* name_;
 };
 
-// IMPRESS's score policy (PAPER.md section 3): every tier ranks by the
+// IMPRESS's score policy (docs/paper.md §3): every tier ranks by the
 // chunk's score, a chunk is placed once its important share is known, and
 // it enters a full tier only past a lower score.
 class ScorePlacement final : public Placement {

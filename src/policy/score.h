@@ -1,4 +1,4 @@
-// IMPRESS's score-based cache ranking (PAPER.md section 3): a chunk's score is
+// IMPRESS's score-based cache ranking (docs/paper.md §3): a chunk's score is
 // its access frequency times the moving average of the share of its KV that
 // was important on each access. Scores outlive residency: a chunk read from
 // disk again keeps its history.

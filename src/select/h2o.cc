@@ -1,5 +1,5 @@
 // H2O (the AS+H2O baselines): each query head keeps the k prefix tokens with
-// the highest importance under its own queries (PAPER.md section 1).
+// the highest importance under its own queries (docs/paper.md §1).
 #include <ATen/ATen.h>
 
 #include "common/device_copy.h"

@@ -1,4 +1,4 @@
-// Token importance and IMPRESS's similarity-guided identification (PAPER.md,
+// Token importance and IMPRESS's similarity-guided identification (docs/paper.md,
 // section 1), as pure functions on tensors: the selectors of the H2O and
 // IMPRESS systems are built from these.
 #pragma once

@@ -1,4 +1,4 @@
-// IMPRESS's importance-informed three-way identification (PAPER.md section
+// IMPRESS's importance-informed three-way identification (docs/paper.md section
 // 1): a few probe heads rank the prefix by importance from their keys alone;
 // when their top-k sets agree (mean Jaccard above the threshold) the set
 // they agree on serves every head and only its KV is read, else the layer

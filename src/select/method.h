@@ -142,7 +142,7 @@ at::Tensor ReadBack(const at::Tensor& t, int layer, SelectionObserver* observer)
 StatusOr<SelectedPrefix> SelectAll(const LayerQkv& qkv, PrefixSource& src);
 // Each query head keeps its own top-k by H2O importance; a KV head's values
 // serve the union of its query heads' sets, and each query head sees only
-// its own (PAPER.md, GQA). Reads every key and the values of `used`.
+// its own (docs/paper.md, GQA). Reads every key and the values of `used`.
 // Importance over the rows `shape` names (every row: H2O's).
 StatusOr<SelectedPrefix> SelectH2O(const LayerQkv& qkv, PrefixSource& src, int64_t k, const ImportanceShape& shape,
                                    SelectionObserver* observer);

@@ -1,6 +1,6 @@
 // Which query heads IMPRESS probes, and which KV heads' keys that reads.
 //
-// PAPER.md takes the first 3 heads. On a grouped-query model those share the
+// docs/paper.md takes the first 3 heads. On a grouped-query model those share the
 // first KV head, so their consensus sees one KV head's keys and is applied
 // to all of them (results/accuracy/probe_layout_rte/: on SmolLM2 that
 // changes many more answers than H2O does). The spread layout probes one

@@ -9,7 +9,7 @@ m=models/smollm2-135m
 strip() {  # drop what a clock or the checkout decides
   python3 - "$1" "$2" <<'PY'
 import json, re, sys
-skip = re.compile(r"(_ms|_s|ms|seconds|wall|time|ttft|throughput|commit|command|machine|date|host|dirty|version|_at|io_share)$")
+skip = re.compile(r"(_ms|_s|ms|seconds|wall|time|ttft|throughput|commit|command|machine|date|host|dirty|version|_at|io_share|headline)$")  # a headline quotes timings
 def clean(x):
     if isinstance(x, dict): return {k: clean(v) for k, v in x.items() if not skip.search(k)}
     if isinstance(x, list): return [clean(v) for v in x]
