@@ -16,13 +16,6 @@ at::Tensor DecodeDigest(const at::Tensor& digest, int64_t tokens, int64_t heads,
   return DecodePartOn(kDigestCodec, KvRole::kKeys, digest, tokens, heads, dim);  // the same numbers, bit for bit
 }
 
-void DecodeDigestInto(const at::Tensor& digest, at::Tensor out) {
-  IMPRESS_CHECK(digest.is_cpu() && digest.is_contiguous() && out.is_cpu() && out.is_contiguous() &&
-                out.scalar_type() == at::kHalf && out.dim() == 3);
-  DecodeKv(kDigestCodec, KvRole::kKeys, digest.data_ptr<uint8_t>(), static_cast<int>(out.size(0)),
-           static_cast<int>(out.size(1)), static_cast<int>(out.size(2)), static_cast<uint16_t*>(out.data_ptr()));
-}
-
 void DecodeDigestRows(const at::Tensor& digest, at::Tensor out, int64_t row0, int64_t tokens) {
   IMPRESS_CHECK(digest.is_cpu() && digest.is_contiguous() && out.is_cpu() && out.scalar_type() == at::kFloat &&
                 out.dim() == 3 && out.stride(2) == 1 && out.stride(1) == out.size(2) && row0 >= 0 &&

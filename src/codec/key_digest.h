@@ -24,9 +24,6 @@ size_t DigestBytes(int tokens, int heads, int dim);
 at::Tensor EncodeDigest(const at::Tensor& keys);
 // The keys a digest gives: [C, heads, d] fp16, on the digest's device.
 at::Tensor DecodeDigest(const at::Tensor& digest, int64_t tokens, int64_t heads, int64_t dim);
-// The same into `out`, [C, heads, d] fp16, contiguous, on the host (a slice of a larger buffer).
-// REQUIRES: `digest` contiguous on the host.
-void DecodeDigestInto(const at::Tensor& digest, at::Tensor out);
 // The keys a digest of C tokens gives in fp32, not rounded to fp16, into rows
 // [row0, row0 + C) of each head of `out` [heads, R, d] (fp32, host, rows of d
 // contiguous floats; a view of a larger buffer may leave room after R).
