@@ -311,6 +311,22 @@ void EncodeKv(KvCodec codec, KvRole role, const uint16_t* src, int tokens, int h
   else EncodeInt4(Layout(role, tokens, heads, dim), x.data(), dst);
 }
 
+namespace {
+
+// A part of `codec` (a part codec) decoded to fp32 [tokens][heads][dim] in
+// this thread's scratch buffer, valid until the thread's next call.
+const float* DecodeToScratch(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int heads, int dim) {
+  const size_t n = static_cast<size_t>(tokens) * heads * dim;
+  thread_local std::vector<float> x;
+  x.resize(n);
+  if (codec == KvCodec::kNone) ToFloat(reinterpret_cast<const uint16_t*>(src), x.data(), n);
+  else if (codec == KvCodec::kInt8) DecodeInt8(src, static_cast<size_t>(tokens) * heads, dim, x.data());
+  else DecodeInt4(Layout(role, tokens, heads, dim), src, x.data());
+  return x.data();
+}
+
+}  // namespace
+
 void DecodeKv(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int heads, int dim, uint16_t* dst) {
   codec = PartCodec(codec, role);
   const size_t n = static_cast<size_t>(tokens) * heads * dim;
@@ -318,25 +334,15 @@ void DecodeKv(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int he
     std::memcpy(dst, src, 2 * n);
     return;
   }
-  thread_local std::vector<float> x;
-  x.resize(n);
-  if (codec == KvCodec::kInt8) DecodeInt8(src, static_cast<size_t>(tokens) * heads, dim, x.data());
-  else DecodeInt4(Layout(role, tokens, heads, dim), src, x.data());
-  ToHalf(x.data(), dst, n);
+  ToHalf(DecodeToScratch(codec, role, src, tokens, heads, dim), dst, n);
 }
 
 void DecodeKvFloat(KvCodec codec, KvRole role, const uint8_t* src, int tokens, int heads, int dim, float* dst,
                    int64_t token_stride, int64_t head_stride) {
-  codec = PartCodec(codec, role);
-  const size_t n = static_cast<size_t>(tokens) * heads * dim;
-  thread_local std::vector<float> x;  // [tokens][heads][dim], then each row to its place
-  x.resize(n);
-  if (codec == KvCodec::kNone) ToFloat(reinterpret_cast<const uint16_t*>(src), x.data(), n);
-  else if (codec == KvCodec::kInt8) DecodeInt8(src, static_cast<size_t>(tokens) * heads, dim, x.data());
-  else DecodeInt4(Layout(role, tokens, heads, dim), src, x.data());
-  for (int t = 0; t < tokens; ++t)
+  const float* x = DecodeToScratch(PartCodec(codec, role), role, src, tokens, heads, dim);
+  for (int t = 0; t < tokens; ++t)  // each [dim] row to its place
     for (int h = 0; h < heads; ++h)
-      std::memcpy(dst + t * token_stride + h * head_stride, x.data() + (static_cast<size_t>(t) * heads + h) * dim,
+      std::memcpy(dst + t * token_stride + h * head_stride, x + (static_cast<size_t>(t) * heads + h) * dim,
                   sizeof(float) * static_cast<size_t>(dim));
 }
 
