@@ -7,6 +7,8 @@ then feeds transformers each line's context string (prefix + question,
 tokenized as lm-eval's HF backend tokenizes a context: trailing whitespace
 left out, no special tokens) and greedy-decodes as many new tokens, stopping
 at the end-of-sequence token. Every line's generated token ids must be equal.
+Then `impress run --task-file F --system recomp` streams the same lines as
+requests: every request's output must be the text eval generated for its line.
 Exit 1 on any mismatch; --json writes the comparison.
 """
 import argparse
@@ -48,6 +50,11 @@ def main():
                         "--samples", samples], check=True, stdout=subprocess.DEVNULL)
         lines = [json.loads(l) for l in open(path, encoding="utf-8") if l.strip()]
         got = [json.loads(l) for l in open(samples, encoding="utf-8")]
+        run_json = os.path.join(tmp, "run.json")
+        subprocess.run([args.impress, "run", "--model", args.model, "--task-file", path, "--system", "recomp",
+                        "--requests", str(2 * len(lines)), "--warmup", "0", "--json", run_json],
+                       check=True, stdout=subprocess.DEVNULL)
+        requests = json.load(open(run_json))["runs"][0]["per_request"]
 
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
     # The model's end-of-sequence ids (generation_config's, where it names its own): impress stops there too.
@@ -71,11 +78,19 @@ def main():
                          "equal": same, "output": g["output"], "answers": line["answers"]})
             if not same:
                 print(f"line {i}: impress {g['output_ids']} transformers {out}", file=sys.stderr)
+    run_bad = 0
+    for r in requests:  # run's first token comes from the request path (TTFT's), the rest as eval decodes
+        g = by_line[r["line"]]
+        if r["output"] != g["output"]:
+            run_bad += 1
+            print(f"run, line {r['line']}: {r['output']!r}, eval {g['output']!r}", file=sys.stderr)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"lines": rows, "equal": len(rows) - bad, "of": len(rows)}, f, indent=1)
-    print(f"check_task_file_generation: {len(rows) - bad} of {len(rows)} lines' greedy tokens equal to transformers'")
-    return 1 if bad else 0
+            json.dump({"lines": rows, "equal": len(rows) - bad, "of": len(rows),
+                       "run_requests": len(requests), "run_equal": len(requests) - run_bad}, f, indent=1)
+    print(f"check_task_file_generation: {len(rows) - bad} of {len(rows)} lines' greedy tokens equal to transformers'; "
+          f"{len(requests) - run_bad} of {len(requests)} run requests' outputs equal to eval's")
+    return 1 if bad or run_bad or not requests else 0
 
 
 if __name__ == "__main__":

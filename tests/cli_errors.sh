@@ -109,7 +109,11 @@ tf=$tmp/tasks.jsonl ok='{"context": "A b c.", "question": " q", "choices": ["x",
 task_file() {  # NAME SUBSTRING LINE2: a good line, then LINE2
   printf '%s\n%s\n' "$ok" "$3" >"$tf"
   expect "task file: $1" "$tf:2: $2" -- eval --model "$src" --task-file "$tf" --json "$tmp/tf.json" --samples "$tmp/tf.samples"
-  if [ -e "$tmp/tf.json" ] || [ -e "$tmp/tf.samples" ]; then echo "FAIL task file: $1 wrote a file"; failures=$((failures + 1)); fi
+  expect "run task file: $1" "$tf:2: $2" -- run --model "$src" --task-file "$tf" --system recomp,as \
+    --store "$tmp/tf_store" --json "$tmp/tf.json"
+  if [ -e "$tmp/tf.json" ] || [ -e "$tmp/tf.samples" ] || [ -e "$tmp/tf_store" ]; then
+    echo "FAIL task file: $1 wrote a file"; failures=$((failures + 1))
+  fi
 }
 task_file "malformed JSON" "not valid JSON" '{"context": "A",'
 task_file "missing field" 'no "question" field' '{"context": "A", "answers": ["1"]}'
@@ -119,6 +123,9 @@ task_file "empty context" '"context" is empty' '{"context": "", "question": "q",
 long=$(python3 -c "print(' '.join(['word'] * 3000))")
 task_file "too long for the model" "the shared prefix: sequence of" "{\"context\": \"$long\", \"question\": \" q\", \"answers\": [\"1\"]}"
 expect "task file beside --task" "--task excludes --task-file" -- eval --model "$src" --task piqa --task-file "$tf"
+expect "task file from a few-shot task" "--write-task-file writes --task retrieval only" -- eval --model "$src" --task piqa --write-task-file "$tmp/w.jsonl"
+expect "run: task file beside --task" "--task excludes --task-file" -- run --model "$src" --task piqa --task-file "$tf"
+expect "run: task file beside --pool" "--task-file excludes --pool" -- run --model "$src" --task-file "$tf" --pool 2
 expect "even importance pool" "--importance-pool: must be an odd number >= 1, not '4'" -- run --model "$src" --importance-pool 4
 expect "unknown probe layout" "--probe-layout: middle not in {first,spread}" -- reproduce fig15 --model "$src" --probe-layout middle
 expect "ITF unit list with a bogus one" "--itf-unit: bogus not in {token,chunk}" -- run --model "$src" --itf-unit token,bogus

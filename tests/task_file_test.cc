@@ -77,6 +77,36 @@ TEST(TaskFileTest, RefusesEachMalformedLineWithItsPlace) {
   EXPECT_TRUE(LoadTaskFile(dir.File("missing.jsonl")).status().IsNotFound());
 }
 
+TEST(TaskFileTest, WrittenTextReadsBackAsTheSameQuestions) {
+  TempDir dir;
+  const std::string path = Write(dir,
+      R"({"context": "A \"quoted\"\nline", "question": " q1", "choices": ["x", "y", "z"], "gold": 2})" "\n"
+      R"({"context": "B", "question": "q2", "answers": ["42", "7"], "max_new_tokens": 8})" "\n"
+      R"({"context": "A \"quoted\"\nline", "question": "q3", "answers": ["\u00e9t\u00e9"]})" "\n");
+  auto first = LoadTaskFile(path);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  const std::string again = dir.File("again.jsonl");
+  std::ofstream(again) << TaskFileText(*first);
+  auto second = LoadTaskFile(again);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  ASSERT_EQ(second->size(), first->size());
+  int line = 0;
+  for (size_t c = 0; c < first->size(); ++c) {
+    const TaskContext &a = (*first)[c], &b = (*second)[c];
+    EXPECT_EQ(a.text, b.text);
+    ASSERT_EQ(a.lines.size(), b.lines.size());
+    for (size_t i = 0; i < a.lines.size(); ++i) {
+      EXPECT_EQ(b.lines[i].line, ++line);  // renumbered: contexts' lines written together
+      EXPECT_EQ(a.lines[i].doc.text, b.lines[i].doc.text);
+      EXPECT_EQ(a.lines[i].doc.choices, b.lines[i].doc.choices);
+      EXPECT_EQ(a.lines[i].doc.gold, b.lines[i].doc.gold);
+      EXPECT_EQ(a.lines[i].answers, b.lines[i].answers);
+      EXPECT_EQ(a.lines[i].max_new_tokens, b.lines[i].max_new_tokens);
+    }
+  }
+  EXPECT_EQ((*second)[0].lines[1].answers, (std::vector<std::string>{"\u00e9t\u00e9"}));
+}
+
 TEST(TaskFileTest, AnswersAreFoundAsRulerFindsThem) {
   EXPECT_EQ(AnswerShare({"1234567"}, " The number is 1234567."), 1.0);
   EXPECT_EQ(AnswerShare({"Blue"}, "the sky is blue"), 1.0);  // case-insensitive

@@ -26,11 +26,29 @@ struct EvalOptions {
   SweepAxes axes;
   std::string json_path;
   std::string samples_path;
+  std::string write_task_file;
   RuntimeFlags runtime;
 };
 
+// --write-task-file: the retrieval task's questions, as eval would score
+// them, written as a task file instead of scored.
+int WriteRetrievalTaskFile(const EvalOptions& o) {
+  if (o.task != kRetrievalTask) return Fail(Status::InvalidArgument("--write-task-file writes --task retrieval only"));
+  auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
+  if (!tok.ok()) return Fail(tok.status());
+  auto contexts = RetrievalContexts(o.config, **tok);
+  if (!contexts.ok()) return Fail(contexts.status());
+  Status w = WriteTextFile(o.write_task_file, TaskFileText(*contexts));
+  if (!w.ok()) return Fail(w);
+  size_t n = 0;
+  for (const TaskContext& x : *contexts) n += x.lines.size();
+  std::printf("wrote %zu retrieval questions over %zu haystacks to %s\n", n, contexts->size(), o.write_task_file.c_str());
+  return 0;
+}
+
 int RunEval(EvalOptions o) {
   ApplyRuntimeFlags(o.runtime);
+  if (!o.write_task_file.empty()) return WriteRetrievalTaskFile(o);
   EvalConfig& c = o.config;
   c.tasks.clear();
   if (!c.task_file.empty()) {  // its questions instead; a bad line is refused before anything runs
@@ -86,6 +104,10 @@ void AddEvalCommand(CLI::App& app, std::vector<Command>* commands) {
                   "instead of --task: a JSONL file of your own questions (context, question, and choices with gold "
                   "or answers; docs/data.md)")
       ->excludes(task);
+  cmd->add_option("--write-task-file", o->write_task_file,
+                  "with --task retrieval: write its questions (the flags' haystacks, --limit of them) as a task file "
+                  "instead of scoring them")
+      ->excludes("--task-file");
   cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
   cmd->add_flag("--no-prefix", c->no_prefix, "score every document with no prefix (the floor)");
   cmd->add_flag("--recall", c->recall,

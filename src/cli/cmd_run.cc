@@ -10,6 +10,7 @@
 #include "common/named.h"
 #include "common/units.h"
 #include "data/task.h"
+#include "data/task_file.h"
 #include "engine/request.h"
 #include "engine/store_identity.h"
 #include "experiment/run_systems.h"
@@ -48,6 +49,13 @@ int RunRun(RunOptions o) {
   auto remote_bw = ParseBytes(o.remote_bw);
   if (!remote_bw.ok()) return Fail(remote_bw.status().WithContext("--remote-bw"));
   c.remote_bw = static_cast<double>(*remote_bw);
+  if (!c.task_file.empty()) {  // its contexts are the pool; a bad line is refused before anything runs
+    StatusOr<std::vector<TaskContext>> file = LoadTaskFile(c.task_file);
+    if (!file.ok()) return Fail(file.status());
+    c.task = c.task_file.substr(c.task_file.find_last_of('/') + 1);
+    c.prefix_tokens = 0;
+    o.axes.pool = {static_cast<int>(file->size())};
+  }
   auto tok = Tokenizer::FromFile(o.model + "/tokenizer.json");
   if (!tok.ok()) return Fail(tok.status());
   auto model = LoadModel(o.model, LoadOptions{o.runtime.device, o.runtime.dtype});
@@ -86,14 +94,25 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   CLI::App* cmd = app.add_subcommand("run", "Request stream over a prefix pool: TTFT, I/O and accuracy per system");
   cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("--model", o->model, "Hugging Face model directory (required)");
-  cmd->add_option("--task", c->task, JoinNames(TaskNames()));
-  cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens");
+  CLI::Option* task = cmd->add_option("--task", c->task, JoinNames(TaskNames()));
+  CLI::Option* task_file =
+      cmd->add_option("--task-file", c->task_file,
+                      "instead of --task: a JSONL file of your own questions (docs/data.md); its distinct contexts "
+                      "are the prefix pool and requests ask each context's questions in turn")
+          ->excludes(task);
+  cmd->add_option("--needles-per-1k", c->retrieval.needles_per_1k, "retrieval: needles per 1,000 haystack tokens")
+      ->excludes(task_file);
   cmd->add_option("--system", o->systems, "comma-separated: " + JoinNames(SystemNames()));
   AddSelectionFlags(cmd, &c->select, &o->axes);
   cmd->add_option("--chunk", o->axes.chunk, "tokens per chunk; a list sweeps (one store folder per size)")
       ->delimiter(',')->check(PositiveNumber());
-  cmd->add_option("--pool", o->axes.pool, "distinct prefixes; a list sweeps")->delimiter(',')->check(PositiveNumber());
-  cmd->add_option("--prefix-tokens", c->prefix_tokens, "target length of each prefix")->check(PositiveNumber());
+  cmd->add_option("--pool", o->axes.pool, "distinct prefixes; a list sweeps")
+      ->delimiter(',')
+      ->check(PositiveNumber())
+      ->excludes(task_file);
+  cmd->add_option("--prefix-tokens", c->prefix_tokens, "target length of each prefix")
+      ->check(PositiveNumber())
+      ->excludes(task_file);
   cmd->add_option("--requests", c->requests, "measured requests")->check(PositiveNumber());
   cmd->add_option("--warmup", c->warmup, "requests run before measuring")->check(NonNegativeNumber());
   o->tiers.Add(cmd);

@@ -152,6 +152,21 @@ StatusOr<Haystack> MakeHaystack(const std::vector<std::string>& filler, const To
 
 }  // namespace
 
+std::vector<TaskContext> HaystackContexts(std::vector<Haystack> hays) {
+  std::vector<TaskContext> out;
+  int line = 0;
+  for (Haystack& h : hays) {
+    TaskContext x{std::move(h.text), {}};
+    for (Doc& q : h.questions) {
+      x.lines.emplace_back();
+      x.lines.back().line = ++line;
+      x.lines.back().doc = std::move(q);
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 StatusOr<std::vector<Haystack>> MakeHaystacks(const std::vector<std::string>& filler, const Tokenizer& tok,
                                               const RetrievalOptions& opt, int count) {
   const int n = NeedlesPerHaystack(opt);

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "data/task.h"
+#include "data/task_file.h"
 
 namespace impress {
 
@@ -48,6 +49,11 @@ int NeedlesPerHaystack(const RetrievalOptions& opt);
 // filler or the key list is too small for opt.
 StatusOr<std::vector<Haystack>> MakeHaystacks(const std::vector<std::string>& filler, const Tokenizer& tok,
                                               const RetrievalOptions& opt, int count);
+
+// The haystacks as a task file's contexts (data/task_file.h): each
+// haystack's text and its questions as multiple-choice lines, numbered from 1
+// across the haystacks in order.
+std::vector<TaskContext> HaystackContexts(std::vector<Haystack> hays);
 
 // The question that asks for `key`, as Doc::text.
 std::string RetrievalQuestion(const std::string& key);

@@ -93,6 +93,23 @@ StatusOr<std::vector<TaskContext>> LoadTaskFile(const std::string& path) {
   return contexts;
 }
 
+std::string TaskFileText(const std::vector<TaskContext>& contexts) {
+  std::string out;
+  for (const TaskContext& x : contexts)
+    for (const TaskLine& l : x.lines) {
+      nlohmann::ordered_json j = {{"context", x.text}, {"question", l.doc.text}};
+      if (l.generates()) {
+        j["answers"] = l.answers;
+        j["max_new_tokens"] = l.max_new_tokens;
+      } else {
+        j["choices"] = l.doc.choices;
+        j["gold"] = l.doc.gold;
+      }
+      out += j.dump() + "\n";
+    }
+  return out;
+}
+
 double AnswerShare(const std::vector<std::string>& answers, const std::string& output) {
   if (answers.empty()) return 0;
   const std::string out = Lower(output);

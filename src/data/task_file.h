@@ -38,6 +38,11 @@ struct TaskContext {
 // an empty one, max_new_tokens below 1; and a file with no lines.
 StatusOr<std::vector<TaskContext>> LoadTaskFile(const std::string& path);
 
+// The contexts' questions as a task file's text, one line per question in
+// `lines` order within each context, contexts in order: LoadTaskFile reads it
+// back as the same contexts and questions (line numbers renumbered from 1).
+std::string TaskFileText(const std::vector<TaskContext>& contexts);
+
 // RULER's string_match_all for one output: the share of `answers` that occur
 // in `output`, case-insensitive (ASCII).
 double AnswerShare(const std::vector<std::string>& answers, const std::string& output);

@@ -217,23 +217,30 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
   return out;
 }
 
+StatusOr<Generation> GreedyContinue(Model& model, const Tokenizer& tok, const at::Tensor& first, RewindableKv& kv,
+                                    int64_t pos, int max_new_tokens) {
+  Generation out;
+  const RewindableKv::Mark mark = kv.Save();
+  at::Tensor last = first;
+  for (int i = 0; i < max_new_tokens; ++i) {
+    const int32_t next = static_cast<int32_t>(last.argmax().item<int64_t>());
+    if (next == model.config().eos_token_id) break;
+    out.ids.push_back(next);
+    if (i + 1 == max_new_tokens) break;
+    last = at::log_softmax(model.Forward({next}, pos++, kv)[0], -1).cpu();
+  }
+  kv.Rewind(mark);
+  out.text = tok.Decode(out.ids);
+  return out;
+}
+
 StatusOr<Generation> Scorer::Generate(const Doc& doc, int max_new_tokens) {
   Generation out;
   RETURN_IF_ERROR(Attend(doc, max_new_tokens, [&](const ScoredContext&, const at::Tensor& first, RewindableKv& kv,
                                                   int64_t pos) {
-    const RewindableKv::Mark mark = kv.Save();
-    at::Tensor last = first;
-    for (int i = 0; i < max_new_tokens; ++i) {
-      const int32_t next = static_cast<int32_t>(last.argmax().item<int64_t>());
-      if (next == model_.config().eos_token_id) break;
-      out.ids.push_back(next);
-      if (i + 1 == max_new_tokens) break;
-      last = at::log_softmax(model_.Forward({next}, pos++, kv)[0], -1).cpu();
-    }
-    kv.Rewind(mark);  // the held prefix (and a document's context) stay as they were
-    return Status::OK();
+    ASSIGN_OR_RETURN(out, GreedyContinue(model_, tok_, first, kv, pos, max_new_tokens));
+    return Status::OK();  // the held prefix (and a document's context) stay as they were
   }));
-  out.text = tok_.Decode(out.ids);
   return out;
 }
 

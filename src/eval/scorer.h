@@ -49,6 +49,14 @@ StatusOr<ScoredContext> TokenizeContext(const Tokenizer& tok, const std::string&
 StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const ScoredContext& ctx,
                                 const at::Tensor& last_logprobs, RewindableKv& kv, const Doc& doc);
 
+// Greedy decoding of up to `max_new_tokens` tokens after a context whose
+// last token's log-probabilities are `first` and whose KV (all of it or a
+// selection, then the context's own) `kv` holds, the next token at position
+// `pos`; it stops at the model's end-of-sequence token and rewinds `kv` to
+// what it held. Each next token attends to the same prefix KV and every token after it.
+StatusOr<Generation> GreedyContinue(Model& model, const Tokenizer& tok, const at::Tensor& first, RewindableKv& kv,
+                                    int64_t pos, int max_new_tokens);
+
 // Scores documents as lm-eval's HF backend does: context = prefix + doc.text,
 // continuation = " " + choice; context tokens and whole-string tokens are
 // encoded without special tokens and the continuation is the tail of the whole

@@ -123,64 +123,33 @@ StatusOr<TaskEval> EvalTask(const EvalConfig& c, const TaskSpec& task, const Tok
   return t.Result(task.name, shots, scorer.prefix_tokens(), scorer.selection());
 }
 
-// The retrieval task: each haystack is the prefix of its own questions.
-StatusOr<TaskEval> EvalRetrieval(const EvalConfig& c, const Tokenizer& tok, Scorer& scorer) {
-  const TaskSpec& piqa = *FindTask("piqa");
-  ASSIGN_OR_RETURN(std::vector<Doc> train, LoadDocs(c, piqa, piqa.train_split));
-  RetrievalOptions ro = c.retrieval;
-  ro.haystack_tokens = c.prefix_tokens > 0 ? c.prefix_tokens : 2048;
-  ro.seed = c.seed;
-  const int want = c.limit > 0 ? c.limit : 400;
-  const int per = NeedlesPerHaystack(ro);
-  ASSIGN_OR_RETURN(std::vector<Haystack> hays, MakeHaystacks(RetrievalFiller(train), tok, ro, (want + per - 1) / per));
-  Tally t;
-  int64_t tokens = 0;
-  SelectionCounters selection;  // over every haystack (SetPrefix starts the scorer's own again)
-  Progress progress("eval retrieval", want);
-  for (size_t i = 0; i < hays.size(); ++i) {
-    const Haystack& h = hays[i];
-    const std::string prefix = c.no_prefix ? "" : h.text;
-    RETURN_IF_ERROR(scorer.SetPrefix(prefix));
-    tokens += scorer.prefix_tokens();
-    for (const Doc& q : h.questions) {
-      if (t.n == want) break;
-      RETURN_IF_ERROR(t.Score(c, kRetrievalTask, prefix, q, scorer));
-      progress.Update(t.n);
-    }
-    if (i == 0) selection = scorer.selection();
-    else selection.Merge(scorer.selection());
-  }
-  TaskEval r = t.Result(kRetrievalTask, 0, tokens / static_cast<int64_t>(hays.size()), selection);
-  r.haystacks = TaskEval::Haystacks{static_cast<int64_t>(hays.size()), ro};
-  return r;
-}
-
-// A task file: each context is the prefix of its own lines; multiple-choice
-// lines are tallied as documents, generation lines decoded and scored.
-StatusOr<TaskEval> EvalTaskFile(const EvalConfig& c, Scorer& scorer) {
-  ASSIGN_OR_RETURN(std::vector<TaskContext> contexts, LoadTaskFile(c.task_file));
+// Long-context questions: each context is the prefix of its own lines;
+// multiple-choice lines are tallied as documents, generation lines decoded
+// and scored. `source` names the file the lines come from in errors (empty: none).
+StatusOr<TaskEval> EvalContexts(const EvalConfig& c, const std::string& task, const std::vector<TaskContext>& contexts,
+                                const std::string& source, Scorer& scorer) {
   int total = 0;
   for (const TaskContext& x : contexts) total += static_cast<int>(x.lines.size());
   const int want = c.limit > 0 ? std::min(c.limit, total) : total;
-  const std::string task = c.task_file.substr(c.task_file.find_last_of('/') + 1);
+  const auto where = [&](int line) { return source.empty() ? std::string() : source + ":" + std::to_string(line); };
+  const auto in = [&](Status s, int line) { return source.empty() ? s : s.WithContext(where(line)); };
   Tally t;
   TaskEval::Generated gen;
   int64_t tokens = 0, used = 0;
-  SelectionCounters selection;
+  SelectionCounters selection;  // over every context (SetPrefix starts the scorer's own again)
   Progress progress("eval " + task, want);
   for (const TaskContext& x : contexts) {
     if (t.n + gen.n == want) break;
     const std::string prefix = c.no_prefix ? "" : x.text;
-    RETURN_IF_ERROR(scorer.SetPrefix(prefix).WithContext(c.task_file + ":" + std::to_string(x.lines[0].line)));
+    RETURN_IF_ERROR(in(scorer.SetPrefix(prefix), x.lines[0].line));
     tokens += scorer.prefix_tokens(), ++used;
     for (const TaskLine& l : x.lines) {
       if (t.n + gen.n == want) break;
-      const std::string where = c.task_file + ":" + std::to_string(l.line);
       if (!l.generates()) {
-        RETURN_IF_ERROR(t.Score(c, task, prefix, l.doc, scorer).WithContext(where));
+        RETURN_IF_ERROR(in(t.Score(c, task, prefix, l.doc, scorer), l.line));
       } else {
         StatusOr<Generation> g = scorer.Generate(l.doc, l.max_new_tokens);
-        if (!g.ok()) return g.status().WithContext(where);
+        if (!g.ok()) return in(g.status(), l.line);
         const double share = AnswerShare(l.answers, g->text);
         gen.all += share == 1.0, gen.answers_found += share;
         if (c.samples != nullptr) {
@@ -205,7 +174,44 @@ StatusOr<TaskEval> EvalTaskFile(const EvalConfig& c, Scorer& scorer) {
   return r;
 }
 
+RetrievalOptions RetrievalGenerator(const EvalConfig& c) {
+  RetrievalOptions ro = c.retrieval;
+  ro.haystack_tokens = c.prefix_tokens > 0 ? c.prefix_tokens : 2048;
+  ro.seed = c.seed;
+  return ro;
+}
+
+int RetrievalQuestions(const EvalConfig& c) { return c.limit > 0 ? c.limit : 400; }
+
+// The retrieval task: its haystacks as contexts (data/retrieval.h), as many as `limit` questions need.
+StatusOr<TaskEval> EvalRetrieval(const EvalConfig& c, const Tokenizer& tok, Scorer& scorer) {
+  ASSIGN_OR_RETURN(std::vector<TaskContext> contexts, RetrievalContexts(c, tok));
+  EvalConfig questions = c;
+  questions.limit = RetrievalQuestions(c);
+  const int64_t count = static_cast<int64_t>(contexts.size());
+  ASSIGN_OR_RETURN(TaskEval r, EvalContexts(questions, kRetrievalTask, contexts, "", scorer));
+  r.haystacks = TaskEval::Haystacks{count, RetrievalGenerator(c)};
+  return r;
+}
+
+// A task file's questions behind their contexts.
+StatusOr<TaskEval> EvalTaskFile(const EvalConfig& c, Scorer& scorer) {
+  ASSIGN_OR_RETURN(std::vector<TaskContext> contexts, LoadTaskFile(c.task_file));
+  return EvalContexts(c, c.task_file.substr(c.task_file.find_last_of('/') + 1), contexts, c.task_file, scorer);
+}
+
 }  // namespace
+
+StatusOr<std::vector<TaskContext>> RetrievalContexts(const EvalConfig& c, const Tokenizer& tok) {
+  const TaskSpec& piqa = *FindTask("piqa");
+  ASSIGN_OR_RETURN(std::vector<Doc> train, LoadDocs(c, piqa, piqa.train_split));
+  const RetrievalOptions ro = RetrievalGenerator(c);
+  const int per = NeedlesPerHaystack(ro), want = RetrievalQuestions(c);
+  ASSIGN_OR_RETURN(std::vector<Haystack> hays, MakeHaystacks(RetrievalFiller(train), tok, ro, (want + per - 1) / per));
+  std::vector<TaskContext> contexts = HaystackContexts(std::move(hays));
+  contexts.back().lines.resize(want - (static_cast<int>(contexts.size()) - 1) * per);  // the last haystack's share
+  return contexts;
+}
 
 StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& c) {
   std::vector<const TaskSpec*> tasks;

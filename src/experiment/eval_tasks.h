@@ -114,4 +114,9 @@ struct EvalResult {
 // name the split file or the document (a task file: its path and line).
 StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalConfig& config);
 
+// The retrieval task's questions as EvalTasks scores them: `limit` questions
+// (400 when 0) over as many haystacks of prefix_tokens tokens (2048 when 0)
+// as that takes, from `data`'s PIQA training split and `seed`.
+StatusOr<std::vector<TaskContext>> RetrievalContexts(const EvalConfig& config, const Tokenizer& tok);
+
 }  // namespace impress

@@ -21,6 +21,8 @@ inline SelectorOptions RunSelectionDefaults() {
 
 struct RunConfig {
   std::string task = "piqa";
+  std::string task_file;                           // instead of a built-in task: a task file (data/task_file.h);
+                                                   // its contexts are the pool, `task` its file name
   std::string data = "data";                       // <data>/<task>/<split>.jsonl
   std::vector<std::string> systems = {system_name::kRecomp, system_name::kAs};
   std::string store;                               // chunk store folder; required when a system reuses KV

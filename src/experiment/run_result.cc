@@ -39,8 +39,12 @@ nlohmann::ordered_json RunResult::ToJson() const {
                     {"select_ms", x.select_ms}, {"reused_tokens", x.reused_tokens}, {"disk_bytes", x.disk_bytes},
                     {"remote_bytes", x.remote_bytes}, {"kv_chunks", x.kv_chunks},
                     {"recomputed_after_error", x.recomputed_after_error}, {"healed_chunks", x.healed_chunks}, {"pred", x.pred}, {"loglik", x.loglik}});
-  for (size_t i = 0; i < per_request.size(); ++i)  // only where digests were scored: other runs' JSON stays as it was
-    if (per_request[i].digest_bytes > 0) rows[i]["digest_bytes"] = per_request[i].digest_bytes;
+  for (size_t i = 0; i < per_request.size(); ++i) {  // only where they apply: other runs' JSON stays as it was
+    const RequestRow& x = per_request[i];
+    if (x.digest_bytes > 0) rows[i]["digest_bytes"] = x.digest_bytes;  // digests were scored
+    if (x.line > 0) rows[i]["line"] = x.line;                          // a task file's question
+    if (x.output) rows[i]["output"] = *x.output, rows[i]["answers_found"] = x.answers_found;  // it generated
+  }
   nlohmann::ordered_json by_tier;
   for (Tier t : kTiers) by_tier[TierName(t)] = bytes_read[t];
   nlohmann::ordered_json j = {

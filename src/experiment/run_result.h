@@ -30,6 +30,10 @@ struct RequestRow {
   int pred = 0;
   std::vector<double> loglik;  // per choice
   int64_t digest_bytes = 0;    // resident key digests scored (the digest system; host memory)
+  // A generation question's (pred -1, no loglik): the greedy output and the share of its answers in it.
+  std::optional<std::string> output;
+  double answers_found = 0;
+  int line = 0;  // a task file's line the question came from (1-based); 0 for the built-in tasks
 };
 
 // What opening the store computed or adopted from a backend below the disk.

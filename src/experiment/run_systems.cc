@@ -11,6 +11,7 @@
 #include "data/retrieval.h"
 #include "common/named.h"
 #include "data/task.h"
+#include "data/task_file.h"
 #include "data/workload.h"
 #include "engine/prefix_store.h"
 #include "engine/remote_backend.h"
@@ -81,6 +82,7 @@ nlohmann::ordered_json RunConfig::ToJson() const {
     j["importance_pool"] = select.importance.pool;
   }
   if (AnyReadsDigests(systems)) j["digest"] = DigestJson(select.digest);
+  if (!task_file.empty()) j["task_file"] = task_file;
   if (task == kRetrievalTask)  // the generator's parameters; the haystack size is prefix_tokens, its seed `seed`
     j["retrieval"] = {{"needles_per_1k", retrieval.needles_per_1k}, {"choices", retrieval.choices}};
   return j;
@@ -106,53 +108,95 @@ StatusOr<std::vector<System>> ParseSystems(const RunConfig& o) {
   return systems;
 }
 
-// What every system of a run serves: the prefix pool and the request stream.
+// What every system of a run serves: the prefix pool, the questions asked
+// behind it and the request stream (each request names a prefix and a question).
 struct Workload {
-  std::vector<Doc> docs;
+  std::vector<TaskLine> questions;
   std::vector<PooledPrefix> pool;
   std::vector<std::vector<int32_t>> pool_ids;
   std::vector<Request> stream;
+  std::string source;  // where the questions come from, for errors: a task file's path, else empty
 };
 
-// The retrieval task's workload: the pool is o.pool haystacks, each
-// request asks the next question of the haystack its prefix index names.
-StatusOr<Workload> LoadRetrievalWorkload(const Tokenizer& tok, const RunConfig& o, int64_t tokens) {
+// Each request asks the next question of its prefix in turn: prefix i's
+// questions are questions[first[i]], ..., questions[first[i] + count[i] - 1].
+void AskInTurn(const std::vector<int>& first, const std::vector<int>& count, std::vector<Request>* stream) {
+  std::vector<int> asked(first.size(), 0);
+  for (Request& r : *stream) r.doc = first[r.prefix] + asked[r.prefix]++ % count[r.prefix];
+}
+
+// A long-context workload: each context is a prefix of the pool and
+// requests ask its own questions in turn (the stream's prefix choice as for
+// the few-shot tasks).
+Workload ContextWorkload(std::vector<TaskContext> contexts, const RunConfig& o) {
   Workload w;
+  std::vector<int> first, count;
+  for (TaskContext& x : contexts) {
+    first.push_back(static_cast<int>(w.questions.size()));
+    count.push_back(static_cast<int>(x.lines.size()));
+    for (TaskLine& l : x.lines) w.questions.push_back(std::move(l));
+    w.pool.push_back(PooledPrefix{std::move(x.text), 0, 0});
+  }
+  RequestStreamOptions ro{o.warmup + o.requests, o.mean, o.spread, o.seed};
+  w.stream = MakeRequestStream(static_cast<int>(w.pool.size()), static_cast<int>(w.questions.size()), ro);
+  AskInTurn(first, count, &w.stream);
+  return w;
+}
+
+// The retrieval task's workload: o.pool haystacks and their questions.
+StatusOr<Workload> LoadRetrievalWorkload(const Tokenizer& tok, const RunConfig& o, int64_t tokens) {
   const TaskSpec& piqa = *FindTask("piqa");
   ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(piqa, SplitPath(o.data, piqa, piqa.train_split)));
   RetrievalOptions ro = o.retrieval;
   ro.haystack_tokens = tokens;
   ro.seed = o.seed;
   ASSIGN_OR_RETURN(std::vector<Haystack> hays, MakeHaystacks(RetrievalFiller(train), tok, ro, o.pool));
-  std::vector<int> first;  // each haystack's first question in w.docs
-  for (Haystack& h : hays) {
-    first.push_back(static_cast<int>(w.docs.size()));
-    w.docs.insert(w.docs.end(), h.questions.begin(), h.questions.end());
-    w.pool.push_back(PooledPrefix{std::move(h.text), 0, h.tokens});
+  return ContextWorkload(HaystackContexts(std::move(hays)), o);
+}
+
+// A task file's workload: its distinct contexts are the pool (--pool does
+// not apply). Every line must fit the model's positions with its new tokens.
+StatusOr<Workload> LoadTaskFileWorkload(const Model& m, const Tokenizer& tok, const RunConfig& o) {
+  ASSIGN_OR_RETURN(std::vector<TaskContext> contexts, LoadTaskFile(o.task_file));
+  for (const TaskContext& x : contexts) {
+    const std::string first = o.task_file + ":" + std::to_string(x.lines.front().line);
+    ASSIGN_OR_RETURN(std::vector<int32_t> prefix, tok.Encode(x.text, false));
+    RETURN_IF_ERROR(ValidateTokens(m.config(), prefix, 0).WithContext("the shared prefix").WithContext(first));
+    for (const TaskLine& l : x.lines) {
+      const std::string where = o.task_file + ":" + std::to_string(l.line);
+      StatusOr<ScoredContext> ctx = TokenizeContext(tok, x.text + l.doc.text);
+      if (!ctx.ok()) return ctx.status().WithContext(where);
+      RETURN_IF_ERROR(ValidateTokens(m.config(), ctx->ids, l.generates() ? l.max_new_tokens : 0).WithContext(where));
+    }
   }
-  RequestStreamOptions ro_stream{o.warmup + o.requests, o.mean, o.spread, o.seed};
-  w.stream = MakeRequestStream(o.pool, static_cast<int>(w.docs.size()), ro_stream);
-  const int per = NeedlesPerHaystack(ro);
-  std::vector<int> asked(hays.size(), 0);
-  for (Request& r : w.stream) r.doc = first[r.prefix] + asked[r.prefix]++ % per;
+  Workload w = ContextWorkload(std::move(contexts), o);
+  w.source = o.task_file;
   return w;
 }
 
 StatusOr<Workload> LoadWorkload(const Model& m, const Tokenizer& tok, const TaskSpec* task, const RunConfig& o) {
   Workload w;
   const int64_t tokens = std::min<int64_t>(o.prefix_tokens, m.config().max_positions - 256);
-  if (task == nullptr) {
+  if (!o.task_file.empty()) {
+    ASSIGN_OR_RETURN(w, LoadTaskFileWorkload(m, tok, o));
+  } else if (task == nullptr) {
     ASSIGN_OR_RETURN(w, LoadRetrievalWorkload(tok, o, tokens));
   } else {
     ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(o.data, *task, task->train_split)));
-    ASSIGN_OR_RETURN(w.docs, LoadSplit(*task, SplitPath(o.data, *task, task->eval_split)));
+    ASSIGN_OR_RETURN(std::vector<Doc> docs, LoadSplit(*task, SplitPath(o.data, *task, task->eval_split)));
+    for (Doc& d : docs) {
+      w.questions.emplace_back();
+      w.questions.back().line = static_cast<int>(w.questions.size());
+      w.questions.back().doc = std::move(d);
+    }
     PrefixPoolOptions po{o.pool, static_cast<int>(tokens), o.seed};
     ASSIGN_OR_RETURN(w.pool, BuildPrefixPool(train, tok, po));
     RequestStreamOptions ro{o.warmup + o.requests, o.mean, o.spread, o.seed};
-    w.stream = MakeRequestStream(o.pool, static_cast<int>(w.docs.size()), ro);
+    w.stream = MakeRequestStream(o.pool, static_cast<int>(w.questions.size()), ro);
   }
-  for (const auto& p : w.pool) {
+  for (auto& p : w.pool) {
     ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.Encode(p.text, false));
+    p.tokens = static_cast<int64_t>(ids.size());
     w.pool_ids.push_back(std::move(ids));
   }
   return w;
@@ -186,6 +230,39 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   return store;
 }
 
+// One request of the stream, served (its TTFT's trace in `trace`) and
+// answered: a multiple-choice question's choices scored, or a generation
+// question's greedy output over the same KV (scored as RULER scores it).
+StatusOr<RequestRow> AnswerRequest(Model& m, const Tokenizer& tok, const RunConfig& o, const System& system,
+                                   PrefixStore* store, const Workload& w, const Request& r, RequestTrace* trace) {
+  const TaskLine& question = w.questions[r.doc];
+  ASSIGN_OR_RETURN(ScoredContext ctx, TokenizeContext(tok, w.pool[r.prefix].text + question.doc.text));
+  const auto& pid = w.pool_ids[r.prefix];
+  int64_t storable = 0;
+  while (storable < static_cast<int64_t>(std::min(pid.size(), ctx.ids.size())) && pid[storable] == ctx.ids[storable])
+    ++storable;
+  std::unique_ptr<RewindableKv> kv;
+  ASSIGN_OR_RETURN(at::Tensor last, RunRequest(system, m, store, ctx.ids, storable, &kv, trace,
+                                               RequestOptions{o.prefetch, o.speculate}));
+  RequestRow row{r.prefix, r.doc, trace->ttft_ms, trace->io_ms, trace->select_ms, trace->reused_tokens,
+                 trace->load.bytes[Tier::kDisk], trace->load.bytes[Tier::kRemote], trace->kv_chunks(),
+                 trace->recomputed_after_error, trace->healed_chunks, 0, {}, trace->digest_bytes, std::nullopt, 0, 0};
+  if (!w.source.empty()) row.line = question.line;
+  if (!question.generates()) {
+    ASSIGN_OR_RETURN(DocScore score, ScoreChoices(m, tok, ctx, last, *kv, question.doc));
+    row.pred = score.pred;
+    row.loglik = std::move(score.loglik);
+    return row;
+  }
+  StatusOr<Generation> g = GreedyContinue(m, tok, last, *kv, static_cast<int64_t>(ctx.ids.size()),
+                                          question.max_new_tokens);
+  if (!g.ok()) return g.status().WithContext(w.source + ":" + std::to_string(question.line));
+  row.pred = -1;
+  row.output = g->text;
+  row.answers_found = AnswerShare(question.answers, g->text);
+  return row;
+}
+
 // One system over the whole stream: its warm-up, then its measured requests.
 StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o, const System& system,
                               RemoteStore* remote, const Workload& w) {
@@ -204,18 +281,8 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
   if (system.reorder && store) reorderer = std::make_unique<ReorderWorker>(*store, ReorderWorkerOptions{});
   Progress progress(std::string("run ") + run.system, static_cast<int64_t>(w.stream.size()));
   for (size_t i = 0; i < w.stream.size(); ++i) {
-    const Request& r = w.stream[i];
-    const Doc& doc = w.docs[r.doc];
-    ASSIGN_OR_RETURN(ScoredContext ctx, TokenizeContext(tok, w.pool[r.prefix].text + doc.text));
-    const auto& pid = w.pool_ids[r.prefix];
-    int64_t storable = 0;
-    while (storable < static_cast<int64_t>(std::min(pid.size(), ctx.ids.size())) && pid[storable] == ctx.ids[storable])
-      ++storable;
     RequestTrace trace;
-    std::unique_ptr<RewindableKv> kv;
-    ASSIGN_OR_RETURN(at::Tensor last, RunRequest(system, m, store.get(), ctx.ids, storable, &kv, &trace,
-                                                 RequestOptions{o.prefetch, o.speculate}));
-    ASSIGN_OR_RETURN(DocScore score, ScoreChoices(m, tok, ctx, last, *kv, doc));
+    ASSIGN_OR_RETURN(RequestRow row, AnswerRequest(m, tok, o, system, store.get(), w, w.stream[i], &trace));
     progress.Update(static_cast<int64_t>(i) + 1);
     if (reorderer && static_cast<int>(i) + 1 == o.warmup) {
       reorderer->Trigger();
@@ -224,12 +291,10 @@ StatusOr<SystemRun> RunSystem(Model& m, const Tokenizer& tok, const RunConfig& o
       reorderer->Trigger();
     }
     if (static_cast<int>(i) < o.warmup) continue;
-    run.per_request.push_back({r.prefix, r.doc, trace.ttft_ms, trace.io_ms, trace.select_ms, trace.reused_tokens,
-                               trace.load.bytes[Tier::kDisk], trace.load.bytes[Tier::kRemote], trace.kv_chunks(),
-                               trace.recomputed_after_error, trace.healed_chunks, score.pred, score.loglik,
-                               trace.digest_bytes});
     run.Add(trace, layers);
-    run.correct += score.pred == doc.gold;
+    const TaskLine& question = w.questions[row.doc];
+    run.correct += question.generates() ? row.answers_found == 1.0 : row.pred == question.doc.gold;
+    run.per_request.push_back(std::move(row));
     run.n++;
   }
   if (reorderer) {
@@ -263,8 +328,8 @@ std::string MemoKey(const RunConfig& o, const System& s) {
 }  // namespace
 
 StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o, RunMemo* memo) {
-  RETURN_IF_ERROR(CheckTaskName(o.task, false));
-  const TaskSpec* task = FindTask(o.task);  // nullptr: retrieval
+  if (o.task_file.empty()) RETURN_IF_ERROR(CheckTaskName(o.task, false));
+  const TaskSpec* task = o.task_file.empty() ? FindTask(o.task) : nullptr;  // nullptr: retrieval or a task file
   ASSIGN_OR_RETURN(std::vector<System> systems, ParseSystems(o));
   if (!o.remote.empty()) memo = nullptr;
   std::optional<Workload> w;  // loaded for the first system that runs here
