@@ -35,6 +35,7 @@ def main():
     args = ap.parse_args()
 
     import torch
+    import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(args.model)
@@ -45,9 +46,10 @@ def main():
             with open(path, "w") as f:
                 for line in needle_task.lines(tok, args.haystacks, args.keys, args.tokens, args.seed):
                     f.write(json.dumps(line) + "\n")
-        samples = os.path.join(tmp, "samples.jsonl")
+        samples, eval_json = os.path.join(tmp, "samples.jsonl"), os.path.join(tmp, "eval.json")
         subprocess.run([args.impress, "eval", "--model", args.model, "--task-file", path, "--system", "recomp",
-                        "--samples", samples], check=True, stdout=subprocess.DEVNULL)
+                        "--samples", samples, "--json", eval_json], check=True, stdout=subprocess.DEVNULL)
+        provenance = json.load(open(eval_json))["provenance"]  # the build and machine that generated
         lines = [json.loads(l) for l in open(path, encoding="utf-8") if l.strip()]
         got = [json.loads(l) for l in open(samples, encoding="utf-8")]
         run_json = os.path.join(tmp, "run.json")
@@ -86,7 +88,8 @@ def main():
             print(f"run, line {r['line']}: {r['output']!r}, eval {g['output']!r}", file=sys.stderr)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"lines": rows, "equal": len(rows) - bad, "of": len(rows),
+            json.dump({"command": " ".join(sys.argv), "impress": provenance, "transformers": transformers.__version__,
+                       "lines": rows, "equal": len(rows) - bad, "of": len(rows),
                        "run_requests": len(requests), "run_equal": len(requests) - run_bad}, f, indent=1)
     print(f"check_task_file_generation: {len(rows) - bad} of {len(rows)} lines' greedy tokens equal to transformers'; "
           f"{len(requests) - run_bad} of {len(requests)} run requests' outputs equal to eval's")

@@ -35,8 +35,11 @@ import sys
 
 
 def load_preds(paths, metric):
-    """{(task, doc, i): (prediction, gold)} of the samples files `paths`
-    (joined by commas), i the file's position in the list."""
+    """{(task, doc, i): (prediction, right)} of the samples files `paths`
+    (joined by commas), i the file's position in the list. A multiple-choice
+    record's prediction is its chosen index, right when it is the gold one; a
+    task file's generation record (keyed by its line) predicts its output,
+    right when every answer occurs in it (RULER's string_match_all, `all`)."""
     key = "pred" if metric == "acc" else "pred_norm"
     preds = {}
     for i, path in enumerate(paths.split(",")):
@@ -44,7 +47,10 @@ def load_preds(paths, metric):
             for line_no, line in enumerate(f, 1):
                 try:
                     r = json.loads(line)
-                    preds[(r["task"], r["doc"], i)] = (r[key], r["gold"])
+                    if "output" in r:
+                        preds[(r["task"], r["line"], i)] = (r["output"], bool(r["all"]))
+                    else:
+                        preds[(r["task"], r["doc"], i)] = (r[key], r[key] == r["gold"])
                 except (ValueError, KeyError) as e:
                     sys.exit(f"{path}:{line_no}: not an eval samples record ({e})")
     return preds
@@ -52,7 +58,7 @@ def load_preds(paths, metric):
 
 def right(preds):
     """{key: whether the prediction is right} of load_preds' result."""
-    return {k: pred == gold for k, (pred, gold) in preds.items()}
+    return {k: ok for k, (_, ok) in preds.items()}
 
 
 def agreement(preds, ref):

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""The retrieval task's accuracy against retention, every system beside full
+"""A long-context task's accuracy against retention (the retrieval task, or a
+task file's questions such as RULER's needles), every system beside full
 KV (recomp) or another system on the same questions: ROOT/rR/NAME.json and
-NAME.samples.jsonl for R in 5, 10, 25, 50 (scripts/retrieval_accuracy.sh's
-layout), recomp's from ROOT/r25. Per system and retention: accuracy, its
+NAME.samples.jsonl for R in 5, 10, 25, 50 (scripts/retrieval_accuracy.sh's and
+scripts/ruler_accuracy.sh's layout), recomp's from ROOT/r25. Accuracy is the
+samples' share right (multiple choice: the gold choice; generation: every
+answer in the output). Per system and retention: accuracy, its
 paired difference from the reference in points with the 95% interval and
 McNemar p (scripts/paired_test.py), and the lowest retention at which the
 system comes within 5 points of the reference (its point difference at least -5).
@@ -11,7 +14,6 @@ Usage: retrieval_retention_table.py ROOT [--reference NAME] NAME[=LABEL] ...
 (reference: recomp, or a system whose rR/NAME files are at each retention)
 """
 import importlib.util
-import json
 import os
 import sys
 
@@ -31,8 +33,8 @@ def main(root, names, reference="recomp"):
 
     def reference_at(r):
         base = os.path.join(root, "r25" if reference == "recomp" else f"r{r}", reference)
-        return (json.load(open(base + ".json"))["results"][0]["acc"],
-                pt.right(pt.load_preds(base + ".samples.jsonl", "acc")))
+        right = pt.right(pt.load_preds(base + ".samples.jsonl", "acc"))
+        return sum(right.values()) / len(right), right
 
     print("| system | " + " | ".join(f"{r}%: acc, vs {reference} [95%], p" for r in RETENTIONS) +
           f" | within 5 points of {reference} from |")
@@ -45,9 +47,9 @@ def main(root, names, reference="recomp"):
             if not os.path.exists(base + ".json"):
                 cells.append("-")
                 continue
-            acc = json.load(open(base + ".json"))["results"][0]["acc"]
             full, ref = reference_at(r)
             got = pt.right(pt.load_preds(base + ".samples.jsonl", "acc"))
+            acc = sum(got.values()) / len(got)
             if set(got) != set(ref):
                 sys.exit(f"{base}.samples.jsonl: not {reference}'s questions")
             n, _, _, only_ref, only_got, p = pt.compare(ref, got)

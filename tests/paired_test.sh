@@ -59,6 +59,17 @@ echo "$out"
 grep -q '^| pool | 10 | 0.400 | 1.000 | +60.00 | \[+29.64, +90.36\] | 0 | 6 | 0.031 |$' <<<"$out"
 if err=$(python3 "$script" "$tmp/p1a.jsonl,$tmp/p2a.jsonl" "$tmp/p1b.jsonl" 2>&1); then echo "unequal file lists accepted"; exit 1; fi
 grep -q "p1b.jsonl: not as many files as" <<<"$err"
+# Generation records (a task file's): right when every answer occurs (`all`),
+# keyed by line; the (1, 9) case again, and agreement by output text.
+gen() { printf '{"task":"f","line":%d,"output":"%s","all":%s}\n' "$1" "$2" "$3"; }
+for i in $(seq 1 20); do
+  if [ "$i" -le 10 ]; then gen "$i" 42 true; else gen "$i" x false; fi >>"$tmp/ga.jsonl"
+  if [ "$i" -eq 1 ] || [ "$i" -gt 19 ]; then gen "$i" x false; else gen "$i" 42 true; fi >>"$tmp/gb.jsonl"
+done
+out=$(python3 "$script" "$tmp/ga.jsonl" "$tmp/gb.jsonl" --reference "$tmp/ga.jsonl")
+echo "$out"
+grep -q '^| f | 20 | 0.500 | 0.900 | +40.00 | \[+14.44, +65.56\] | 1 | 9 | 0.021 |$' <<<"$out"
+grep -q '^| f | 20 | 1.000 | 0.500 | -50.00 |' <<<"$out"
 echo '{"task": 1}' >"$tmp/bad.jsonl"
 if err=$(python3 "$script" "$tmp/bad.jsonl" "$tmp/a.jsonl" 2>&1); then echo "malformed record accepted"; exit 1; fi
 grep -q "bad.jsonl:1: not an eval samples record" <<<"$err"
