@@ -27,7 +27,7 @@ import sys
 TEMPLATE = ("Some special magic {type_needle_v} are hidden within the following text. Make sure to memorize it. "
             "I will quiz you about the {type_needle_v} afterwards.\n{context}\nWhat are all the special magic "
             "{type_needle_v} for {query} mentioned in the provided text?")
-NEEDLE = re.compile(r"One of the special magic numbers for (\S+) is: (\d+)\.")
+NEEDLE = re.compile(r"One of the special magic numbers for (.+?) is: (\d+)\.")
 
 
 def question(key):

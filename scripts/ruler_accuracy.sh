@@ -6,12 +6,12 @@
 # (contexts left out: the file has them) and prints
 # scripts/retrieval_retention_table.py's tables against recomp and pooled H2O.
 #   scripts/ruler_accuracy.sh BUILD OUT TOKENS [HAYSTACKS] [KEYS] [SEED]
-# Defaults: 50 haystacks of 4 keys (200 questions), seed 1; RETENTIONS (env,
+# Defaults: 10 haystacks of 20 keys (200 questions), seed 1; RETENTIONS (env,
 # default "0.25 0.10 0.50") the selections' retentions. A run already in OUT
 # is kept: remove its JSON to redo it.
 set -euo pipefail
 build=${1:?usage: ruler_accuracy.sh BUILD OUT TOKENS [HAYSTACKS] [KEYS] [SEED]}; out=${2:?}; tokens=${3:?}
-haystacks=${4:-50}; keys=${5:-4}; seed=${6:-1}
+haystacks=${4:-10}; keys=${5:-20}; seed=${6:-1}
 model=${MODEL:-models/smollm2-135m}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
