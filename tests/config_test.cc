@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "model/architecture.h"
 #include "model/model.h"
 #include "test_util.h"
 
@@ -71,6 +72,30 @@ TEST(Config, BadInputNamesFileAndField) {
   auto missing = LoadModelConfig(dir.File("absent.json"));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("absent.json: cannot open"), std::string::npos);
+}
+
+// The architecture table decides what loads: each row's model_type is found,
+// every other is refused with the table's names, and an OPT config whose
+// heads do not divide its width is refused by OPT's own row.
+TEST(Config, ArchitecturesComeFromOneTable) {
+  std::string names;
+  for (const Architecture& a : Architectures()) {
+    EXPECT_EQ(FindArchitecture(a.model_type), &a);
+    names += (names.empty() ? "" : ", ") + std::string(a.model_type);
+  }
+  EXPECT_EQ(ArchitectureNames(), names);
+  EXPECT_EQ(FindArchitecture("bert"), nullptr);
+  TempDir dir;
+  dir.Write("config.json", R"({"model_type":"bert","vocab_size":1,"hidden_size":1,"num_hidden_layers":1,"num_attention_heads":1})");
+  auto r = LoadModelConfig(dir.File("config.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("(supported: " + names + ")"), std::string::npos) << r.status().message();
+  dir.Write("config.json", R"({"model_type":"opt","vocab_size":10,"hidden_size":10,"num_hidden_layers":1,
+      "num_attention_heads":3,"ffn_dim":8,"max_position_embeddings":8})");
+  r = LoadModelConfig(dir.File("config.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("hidden_size is not a multiple of num_attention_heads"), std::string::npos)
+      << r.status().message();
 }
 
 // A config that disagrees with the weights' shapes is an error naming the tensor.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "model/architecture.h"
 #include "model/config.h"
 #include "model/safetensors.h"
 #include "model/tokenizer.h"
@@ -49,13 +50,7 @@ int RunInfo(const InfoOptions& o) {
       {"weight_dtype", weight_dtype},
       {"kv_bytes_per_token", {{"float16", c.KvBytesPerToken(2)}, {"float32", c.KvBytesPerToken(4)}}},
   };
-  if (c.model_type == "opt") {
-    j["pre_layer_norm"] = c.do_layer_norm_before;
-    j["word_embed_proj_dim"] = c.word_embed_proj_dim;
-  } else {
-    j["rope_theta"] = c.rope_theta;
-    j["tie_word_embeddings"] = c.tie_word_embeddings;
-  }
+  FindArchitecture(c.model_type)->describe(c, &j);  // LoadModelConfig accepts only the table's types
   PrintRecord(j, o.json);
   return 0;
 }

@@ -1,17 +1,22 @@
-// Architecture registry: model_type -> factory. One file per architecture
-// (opt.cc, llama.cc) defines its factory; model.cc lists them.
+// What the architectures share: their table rows' functions (one file per
+// architecture, opt.cc and llama.cc, defines its three; architecture.cc lists
+// them) and the small helpers their forward passes use.
 #pragma once
 
 #include <memory>
 
+#include "model/architecture.h"
 #include "model/model.h"
 #include "model/weights.h"
 
 namespace impress {
 
-using ModelFactory = StatusOr<std::unique_ptr<Model>> (*)(const ModelConfig& config, const WeightLoader& weights);
-
+// Each architecture's row of the table (model/architecture.h).
+Status ParseOptConfig(ConfigReader& r, ModelConfig* c);
+void DescribeOpt(const ModelConfig& c, nlohmann::ordered_json* info);
 StatusOr<std::unique_ptr<Model>> CreateOptModel(const ModelConfig& config, const WeightLoader& weights);
+Status ParseLlamaConfig(ConfigReader& r, ModelConfig* c);
+void DescribeLlama(const ModelConfig& c, nlohmann::ordered_json* info);
 StatusOr<std::unique_ptr<Model>> CreateLlamaModel(const ModelConfig& config, const WeightLoader& weights);
 
 // Small helpers shared by architectures.

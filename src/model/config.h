@@ -9,7 +9,7 @@
 namespace impress {
 
 struct ModelConfig {
-  std::string model_type;          // "opt" or "llama" (registry key)
+  std::string model_type;          // its row of the architecture table (model/architecture.h)
   int vocab_size = 0;
   int hidden_size = 0;             // width of the residual stream
   int num_layers = 0;

@@ -88,6 +88,46 @@ at::Tensor LlamaModel::Forward(const std::vector<int32_t>& tokens, int64_t start
 
 }  // namespace
 
+Status ParseLlamaConfig(ConfigReader& r, ModelConfig* c) {
+  const std::string& path = r.path();
+  const nlohmann::json& j = r.json();
+  RETURN_IF_ERROR(r.Int("intermediate_size", &c->intermediate_size, true));
+  RETURN_IF_ERROR(r.Int("max_position_embeddings", &c->max_positions, true));
+  c->num_kv_heads = c->num_heads;
+  RETURN_IF_ERROR(r.Int("num_key_value_heads", &c->num_kv_heads, false));
+  RETURN_IF_ERROR(r.Double("rms_norm_eps", &c->rms_norm_eps));
+  RETURN_IF_ERROR(r.Bool("attention_bias", &c->attention_bias));
+  RETURN_IF_ERROR(r.Bool("mlp_bias", &c->mlp_bias));
+  c->activation = "silu";
+  RETURN_IF_ERROR(r.String("hidden_act", &c->activation));
+  if (c->activation != "silu") return Status::InvalidArgument(path + ": hidden_act '" + c->activation + "' is not supported (silu)");
+  RETURN_IF_ERROR(r.Double("rope_theta", &c->rope_theta));
+  // Newer configs nest RoPE settings in rope_parameters; older ones use rope_scaling.
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!j.contains(key) || j[key].is_null()) continue;
+    const nlohmann::json& s = j[key];
+    if (!s.is_object()) return Status::InvalidArgument(path + ": field '" + key + "' is not an object");
+    if (s.contains("rope_theta") && s["rope_theta"].is_number()) c->rope_theta = s["rope_theta"].get<double>();
+    std::string type = s.value("rope_type", s.value("type", std::string("default")));
+    if (type == "linear") {
+      if (!s.contains("factor") || !s["factor"].is_number() || s["factor"].get<double>() <= 0)
+        return Status::InvalidArgument(path + ": linear " + key + " needs a positive 'factor'");
+      c->rope_linear_factor = s["factor"].get<double>();
+    } else if (type != "default") {
+      return Status::InvalidArgument(path + ": " + key + " type '" + type + "' is not supported (default, linear)");
+    }
+  }
+  if (c->num_kv_heads == 0 || c->num_heads % c->num_kv_heads != 0)
+    return Status::InvalidArgument(path + ": num_attention_heads " + std::to_string(c->num_heads) +
+                         " is not a multiple of num_key_value_heads " + std::to_string(c->num_kv_heads));
+  return Status::OK();
+}
+
+void DescribeLlama(const ModelConfig& c, nlohmann::ordered_json* info) {
+  (*info)["rope_theta"] = c.rope_theta;
+  (*info)["tie_word_embeddings"] = c.tie_word_embeddings;
+}
+
 StatusOr<std::unique_ptr<Model>> CreateLlamaModel(const ModelConfig& c, const WeightLoader& w) {
   auto m = std::make_unique<LlamaModel>();
   m->SetIdentity(c, w.dir(), w.device(), w.dtype());

@@ -3,21 +3,12 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
-#include <map>
 
 #include "model/arch.h"
 #include "model/safetensors.h"
 
 namespace impress {
 namespace {
-
-const std::map<std::string, ModelFactory>& Registry() {
-  static const std::map<std::string, ModelFactory> kRegistry = {
-      {"opt", &CreateOptModel},
-      {"llama", &CreateLlamaModel},
-  };
-  return kRegistry;
-}
 
 StatusOr<at::ScalarType> ParseComputeDType(const std::string& s, bool cuda) {
   if (s == "auto") return cuda ? at::kHalf : at::kFloat;
@@ -86,8 +77,8 @@ Status ValidateTokens(const ModelConfig& c, const std::vector<int32_t>& tokens, 
 
 StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& opt) {
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir + "/config.json"));
-  auto it = Registry().find(config.model_type);
-  IMPRESS_CHECK(it != Registry().end());  // LoadModelConfig accepts only registered types
+  const Architecture* arch = FindArchitecture(config.model_type);
+  IMPRESS_CHECK(arch != nullptr);  // LoadModelConfig accepts only the table's types
   bool cuda = false;
   if (opt.device == "cuda") {
     if (!at::hasCUDA()) return Status::InvalidArgument("--device cuda: LibTorch sees no CUDA device");
@@ -100,7 +91,7 @@ StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOpt
   ASSIGN_OR_RETURN(at::ScalarType dtype, ParseComputeDType(opt.dtype, cuda));
   ASSIGN_OR_RETURN(auto tensors, TensorSet::OpenDir(dir));
   WeightLoader loader(dir, *tensors, cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU), dtype);
-  auto model = it->second(config, loader);
+  auto model = arch->create(config, loader);
   if (!model.ok()) return model.status();
   return model;
 }

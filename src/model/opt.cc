@@ -84,6 +84,29 @@ at::Tensor OptModel::Forward(const std::vector<int32_t>& tokens, int64_t start_p
 
 }  // namespace
 
+Status ParseOptConfig(ConfigReader& r, ModelConfig* c) {
+  RETURN_IF_ERROR(r.Int("ffn_dim", &c->intermediate_size, true));
+  RETURN_IF_ERROR(r.Int("max_position_embeddings", &c->max_positions, true));
+  c->word_embed_proj_dim = c->hidden_size;
+  RETURN_IF_ERROR(r.Int("word_embed_proj_dim", &c->word_embed_proj_dim, false));
+  RETURN_IF_ERROR(r.Bool("do_layer_norm_before", &c->do_layer_norm_before));
+  RETURN_IF_ERROR(r.Bool("enable_bias", &c->enable_bias));
+  RETURN_IF_ERROR(r.Bool("layer_norm_elementwise_affine", &c->layer_norm_elementwise_affine));
+  RETURN_IF_ERROR(r.Bool("_remove_final_layer_norm", &c->remove_final_layer_norm));
+  RETURN_IF_ERROR(r.String("activation_function", &c->activation));
+  if (c->activation != "relu" && c->activation != "gelu")
+    return Status::InvalidArgument(r.path() + ": activation_function '" + c->activation + "' is not supported (relu, gelu)");
+  c->num_kv_heads = c->num_heads;
+  if (c->hidden_size % c->num_heads != 0)
+    return Status::InvalidArgument(r.path() + ": hidden_size is not a multiple of num_attention_heads");
+  return Status::OK();
+}
+
+void DescribeOpt(const ModelConfig& c, nlohmann::ordered_json* info) {
+  (*info)["pre_layer_norm"] = c.do_layer_norm_before;
+  (*info)["word_embed_proj_dim"] = c.word_embed_proj_dim;
+}
+
 StatusOr<std::unique_ptr<Model>> CreateOptModel(const ModelConfig& c, const WeightLoader& w) {
   auto m = std::make_unique<OptModel>();
   m->SetIdentity(c, w.dir(), w.device(), w.dtype());
