@@ -48,3 +48,24 @@ for e in (ev[0], ev[2]):
 assert ev[0]["results"][0]["gold_loglik_mean"] == ev[2]["results"][0]["gold_loglik_mean"]
 print("sweep_cli: run 4 points (as repeated at 2), eval 4 points")
 PY
+# run --brief: the headline rows carry the JSON's numbers, each mean's
+# speedup over h2o-lfu's, and nothing of the full report.
+"$bin" run --model "$model" --data "$data" --task piqa --system as,h2o-lfu,impress --pool 2 --prefix-tokens 96 \
+  --requests 2 --warmup 1 --gpu-cache 64K --cpu-cache 128K --store "$tmp/brief" --brief --json "$tmp/brief.json" \
+  >"$tmp/brief.txt"
+python3 - "$tmp/brief.txt" "$tmp/brief.json" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+runs = {r["system"]: r for r in json.load(open(sys.argv[2]))["runs"]}
+rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[2:-1]] for l in text.splitlines()
+        if l.startswith("| ") and not l.startswith("| system")}
+assert sorted(rows) == sorted(runs), (rows, text)
+base = runs["h2o-lfu"]["ttft_ms"]["mean"]
+for name, r in runs.items():
+    mean, p99, speedup, disk, acc = rows[name]
+    assert mean == f"{r['ttft_ms']['mean']:.1f}" and p99 == f"{r['ttft_ms']['p99']:.1f}", (name, rows[name])
+    assert speedup == f"{base / r['ttft_ms']['mean']:.2f}x", (name, speedup)
+    assert disk == f"{r['bytes_read']['disk'] / 1e6:.1f}" and acc == f"{r['acc']:.3f}", (name, rows[name])
+assert "io mean ms" not in text and "per layer" not in text, text
+print("sweep_cli: run --brief's headline equals its JSON")
+PY

@@ -30,6 +30,7 @@ struct RunOptions {
   SweepAxes axes;
   bool no_prefetch = false;
   std::string json_path;
+  bool brief = false;
   std::string remote_bw = "0";
   RuntimeFlags runtime;
 };
@@ -74,7 +75,7 @@ int RunRun(RunOptions o) {
     if (!r.ok()) return Fail(r.status());
     r->model = o.model;
     if (!results.empty()) std::printf("\n");
-    PrintRunReport(*r, stdout);
+    (o.brief ? PrintRunHeadline : PrintRunReport)(*r, stdout);
     std::fflush(stdout);
     results.push_back(r->ToJson());
   }
@@ -140,6 +141,9 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--reorder-every", c->reorder_every,
                   "RO systems: besides the pass that ends the warm-up, reorder in the background after every N requests (0: never)")
       ->check(NonNegativeNumber());
+  cmd->add_flag("--brief", o->brief,
+                "print the headline only: TTFT mean and p99, the speedup over h2o-lfu, disk bytes and accuracy "
+                "(--json keeps everything)");
   cmd->add_option("--json", o->json_path, "write the results as JSON ({\"sweep\": [...]} when a list sweeps)");
   AddRuntimeFlags(cmd, &o->runtime);
   commands->push_back({cmd, [o] { return RunRun(*o); }});

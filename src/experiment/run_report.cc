@@ -146,6 +146,22 @@ void PrintLayers(const RunResults& result, std::FILE* out) {
 
 }  // namespace
 
+void PrintRunHeadline(const RunResults& result, std::FILE* out) {
+  const RunConfig& c = result.config;
+  const RunResult* base = nullptr;  // the paper's strongest baseline when it ran, else the first system
+  for (const RunResult& r : result.runs)
+    if (r.system == system_name::kH2oLfu) base = &r;
+  if (base == nullptr && !result.runs.empty()) base = &result.runs.front();
+  std::fprintf(out, "%s, %d prefixes of %d tokens, %d requests, retention %.3g, ITF unit %s, disk cap %s\n",
+               c.task.c_str(), c.pool, c.prefix_tokens, c.requests, c.select.retention,
+               NameOf(ItfUnitNames(), c.select.unit).c_str(), Size(c.disk_bw).c_str());
+  std::fprintf(out, "| system | ttft mean ms | p99 | mean vs %s | MB from disk | acc |\n|---|---|---|---|---|---|\n",
+               base ? base->system.c_str() : "-");
+  for (const RunResult& r : result.runs)
+    std::fprintf(out, "| %s | %.1f | %.1f | %.2fx | %.1f | %.3f |\n", r.system.c_str(), r.ttft_ms.mean, r.ttft_ms.p99,
+                 r.ttft_ms.mean > 0 ? base->ttft_ms.mean / r.ttft_ms.mean : 0.0, r.bytes_read[Tier::kDisk] / 1e6, r.acc);
+}
+
 void PrintRunReport(const RunResults& result, std::FILE* out) {
   PrintConfiguration(result, out);
   PrintSystemsTable(result, out);

@@ -37,5 +37,9 @@ StatusOr<RunResults> RunSystems(Model& model, const Tokenizer& tok, const RunCon
 // The table `impress run` prints for one RunSystems result, then its
 // remote, speculation, reordering and per-layer (Fig. 19) lines.
 void PrintRunReport(const RunResults& result, std::FILE* out);
+// The headline alone: per system its mean and p99 TTFT, its mean's speedup
+// over h2o-lfu (the first system when h2o-lfu did not run), its disk bytes
+// and its accuracy over the measured requests.
+void PrintRunHeadline(const RunResults& result, std::FILE* out);
 
 }  // namespace impress
