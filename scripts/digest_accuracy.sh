@@ -11,16 +11,6 @@ set -euo pipefail
 build=${1:?usage: digest_accuracy.sh BUILD OUT [STEPS]}; out=${2:?}; steps=${3:-retention options options2}
 model=${MODEL:-models/smollm2-135m}
 common=(--model "$model" --task retrieval --prefix-tokens 2048 --limit 400 --system digest)
-strip_contexts() {  # the haystacks are regenerated from the seed: 3.4 MB a file less
-  python3 - "$1" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-with open(sys.argv[1], "w") as f:
-    for r in rows:
-        r.pop("context", None)
-        f.write(json.dumps(r) + "\n")
-PY
-}
 run() {  # RETENTION NAME ARGS...
   local r=$1 name=$2; shift 2
   local dir="$out/r$(python3 -c "print(round($r*100))")"
@@ -29,7 +19,7 @@ run() {  # RETENTION NAME ARGS...
   echo "== $name at $r" >&2
   "$build/impress" eval "${common[@]}" --retention "$r" "$@" \
     --json "$dir/$name.json" --samples "$dir/$name.samples.jsonl" | grep '^| retrieval'
-  strip_contexts "$dir/$name.samples.jsonl"
+  python3 "$(dirname "$0")/strip_contexts.py" "$dir/$name.samples.jsonl"  # the haystacks come again from the seed
 }
 for step in $steps; do
   case $step in

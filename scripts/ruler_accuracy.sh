@@ -26,14 +26,7 @@ run() {  # RETENTION NAME ARGS...
   echo "== $name at $r" >&2
   "$build/impress" eval --model "$model" --task-file "$file" --retention "$r" "$@" \
     --json "$dir/$name.json" --samples "$dir/$name.samples.jsonl" >/dev/null
-  python3 - "$dir/$name.samples.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-with open(sys.argv[1], "w") as f:
-    for r in rows:
-        r.pop("context", None)
-        f.write(json.dumps(r) + "\n")
-PY
+  python3 "$here/strip_contexts.py" "$dir/$name.samples.jsonl"  # the task file holds them
 }
 run 0.25 recomp --system recomp
 for r in ${RETENTIONS:-0.25 0.10 0.50}; do  # the project's own and the paper's first: each eval takes minutes
