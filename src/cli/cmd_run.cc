@@ -53,7 +53,7 @@ int RunRun(RunOptions o) {
   if (!c.task_file.empty()) {  // its contexts are the pool; a bad line is refused before anything runs
     StatusOr<std::vector<TaskContext>> file = LoadTaskFile(c.task_file);
     if (!file.ok()) return Fail(file.status());
-    c.task = c.task_file.substr(c.task_file.find_last_of('/') + 1);
+    c.task = TaskFileName(c.task_file);
     c.prefix_tokens = 0;
     o.axes.pool = {static_cast<int>(file->size())};
   }

@@ -93,6 +93,8 @@ StatusOr<std::vector<TaskContext>> LoadTaskFile(const std::string& path) {
   return contexts;
 }
 
+std::string TaskFileName(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
 std::string TaskFileText(const std::vector<TaskContext>& contexts) {
   std::string out;
   for (const TaskContext& x : contexts)

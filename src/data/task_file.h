@@ -38,6 +38,9 @@ struct TaskContext {
 // an empty one, max_new_tokens below 1; and a file with no lines.
 StatusOr<std::vector<TaskContext>> LoadTaskFile(const std::string& path);
 
+// What results call a task file's questions: its file name without folders.
+std::string TaskFileName(const std::string& path);
+
 // The contexts' questions as a task file's text, one line per question in
 // `lines` order within each context, contexts in order: LoadTaskFile reads it
 // back as the same contexts and questions (line numbers renumbered from 1).

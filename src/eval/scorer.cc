@@ -217,7 +217,7 @@ StatusOr<DocScore> Scorer::Score(const Doc& doc) {
   return out;
 }
 
-StatusOr<Generation> GreedyContinue(Model& model, const Tokenizer& tok, const at::Tensor& first, RewindableKv& kv,
+Generation GreedyContinue(Model& model, const Tokenizer& tok, const at::Tensor& first, RewindableKv& kv,
                                     int64_t pos, int max_new_tokens) {
   Generation out;
   const RewindableKv::Mark mark = kv.Save();
@@ -238,7 +238,7 @@ StatusOr<Generation> Scorer::Generate(const Doc& doc, int max_new_tokens) {
   Generation out;
   RETURN_IF_ERROR(Attend(doc, max_new_tokens, [&](const ScoredContext&, const at::Tensor& first, RewindableKv& kv,
                                                   int64_t pos) {
-    ASSIGN_OR_RETURN(out, GreedyContinue(model_, tok_, first, kv, pos, max_new_tokens));
+    out = GreedyContinue(model_, tok_, first, kv, pos, max_new_tokens);
     return Status::OK();  // the held prefix (and a document's context) stay as they were
   }));
   return out;

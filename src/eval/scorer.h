@@ -54,7 +54,7 @@ StatusOr<DocScore> ScoreChoices(Model& model, const Tokenizer& tok, const Scored
 // selection, then the context's own) `kv` holds, the next token at position
 // `pos`; it stops at the model's end-of-sequence token and rewinds `kv` to
 // what it held. Each next token attends to the same prefix KV and every token after it.
-StatusOr<Generation> GreedyContinue(Model& model, const Tokenizer& tok, const at::Tensor& first, RewindableKv& kv,
+Generation GreedyContinue(Model& model, const Tokenizer& tok, const at::Tensor& first, RewindableKv& kv,
                                     int64_t pos, int max_new_tokens);
 
 // Scores documents as lm-eval's HF backend does: context = prefix + doc.text,

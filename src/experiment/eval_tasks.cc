@@ -181,15 +181,11 @@ RetrievalOptions RetrievalGenerator(const EvalConfig& c) {
   return ro;
 }
 
-int RetrievalQuestions(const EvalConfig& c) { return c.limit > 0 ? c.limit : 400; }
-
 // The retrieval task: its haystacks as contexts (data/retrieval.h), as many as `limit` questions need.
 StatusOr<TaskEval> EvalRetrieval(const EvalConfig& c, const Tokenizer& tok, Scorer& scorer) {
-  ASSIGN_OR_RETURN(std::vector<TaskContext> contexts, RetrievalContexts(c, tok));
-  EvalConfig questions = c;
-  questions.limit = RetrievalQuestions(c);
+  ASSIGN_OR_RETURN(std::vector<TaskContext> contexts, RetrievalContexts(c, tok));  // exactly the questions to score
   const int64_t count = static_cast<int64_t>(contexts.size());
-  ASSIGN_OR_RETURN(TaskEval r, EvalContexts(questions, kRetrievalTask, contexts, "", scorer));
+  ASSIGN_OR_RETURN(TaskEval r, EvalContexts(c, kRetrievalTask, contexts, "", scorer));
   r.haystacks = TaskEval::Haystacks{count, RetrievalGenerator(c)};
   return r;
 }
@@ -197,7 +193,7 @@ StatusOr<TaskEval> EvalRetrieval(const EvalConfig& c, const Tokenizer& tok, Scor
 // A task file's questions behind their contexts.
 StatusOr<TaskEval> EvalTaskFile(const EvalConfig& c, Scorer& scorer) {
   ASSIGN_OR_RETURN(std::vector<TaskContext> contexts, LoadTaskFile(c.task_file));
-  return EvalContexts(c, c.task_file.substr(c.task_file.find_last_of('/') + 1), contexts, c.task_file, scorer);
+  return EvalContexts(c, TaskFileName(c.task_file), contexts, c.task_file, scorer);
 }
 
 }  // namespace
@@ -206,7 +202,7 @@ StatusOr<std::vector<TaskContext>> RetrievalContexts(const EvalConfig& c, const 
   const TaskSpec& piqa = *FindTask("piqa");
   ASSIGN_OR_RETURN(std::vector<Doc> train, LoadDocs(c, piqa, piqa.train_split));
   const RetrievalOptions ro = RetrievalGenerator(c);
-  const int per = NeedlesPerHaystack(ro), want = RetrievalQuestions(c);
+  const int per = NeedlesPerHaystack(ro), want = c.limit > 0 ? c.limit : 400;
   ASSIGN_OR_RETURN(std::vector<Haystack> hays, MakeHaystacks(RetrievalFiller(train), tok, ro, (want + per - 1) / per));
   std::vector<TaskContext> contexts = HaystackContexts(std::move(hays));
   contexts.back().lines.resize(want - (static_cast<int>(contexts.size()) - 1) * per);  // the last haystack's share

@@ -254,12 +254,10 @@ StatusOr<RequestRow> AnswerRequest(Model& m, const Tokenizer& tok, const RunConf
     row.loglik = std::move(score.loglik);
     return row;
   }
-  StatusOr<Generation> g = GreedyContinue(m, tok, last, *kv, static_cast<int64_t>(ctx.ids.size()),
-                                          question.max_new_tokens);
-  if (!g.ok()) return g.status().WithContext(w.source + ":" + std::to_string(question.line));
+  Generation g = GreedyContinue(m, tok, last, *kv, static_cast<int64_t>(ctx.ids.size()), question.max_new_tokens);
   row.pred = -1;
-  row.output = g->text;
-  row.answers_found = AnswerShare(question.answers, g->text);
+  row.answers_found = AnswerShare(question.answers, g.text);
+  row.output = std::move(g.text);
   return row;
 }
 
