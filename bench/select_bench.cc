@@ -141,8 +141,10 @@ void BM_DigestDecode(benchmark::State& state) {
   }
 }
 
-// A layer's chunk scores over a prefix of range(1) tokens from range(0) new rows (the last 16 score).
+// A layer's chunk scores over a prefix of range(1) tokens from range(0) new
+// rows: range(2) 0 is kKeys from the last 16 rows, 1 is kRowMax from every row.
 void BM_DigestChunkScores(benchmark::State& state) {
+  const bool row_max = state.range(2) == 1;
   const int64_t p = state.range(1);
   const at::Tensor chunk_of = at::arange(p, at::kLong).div(64, "floor");
   at::manual_seed(1);
@@ -154,8 +156,9 @@ void BM_DigestChunkScores(benchmark::State& state) {
     in.pk = at::randn({kHkv, p + state.range(0), kD}).narrow(1, 0, p);  // with room, as a store's
   }
   Cycle(state, sets, [&](const Inputs& in) {
-    benchmark::DoNotOptimize(DigestChunkScores(in.qkv.q, in.pk, in.qkv.k, in.qkv.scale, 16, chunk_of, p / 64,
-                                               DigestScore::kKeys, state.range(0)));
+    benchmark::DoNotOptimize(DigestChunkScores(in.qkv.q, in.pk, in.qkv.k, in.qkv.scale, row_max ? 0 : 16, chunk_of,
+                                               p / 64, row_max ? DigestScore::kRowMax : DigestScore::kKeys,
+                                               state.range(0)));
   });
 }
 
@@ -322,7 +325,7 @@ BENCHMARK(BM_SelectItfTrusted)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
 BENCHMARK(BM_SelectDigestFromMemory)->NEW_TOKENS;
 BENCHMARK(BM_DigestDecode)->Arg(kPrefix)->Arg(4 * kPrefix)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DigestChunkScores)->ArgsProduct({{16, 64}, {kPrefix, 4 * kPrefix}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DigestChunkScores)->ArgsProduct({{16, 64}, {kPrefix, 4 * kPrefix}, {0, 1}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DigestOrderAndPositions)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_H2OImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportance)->NEW_TOKENS;

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "codec/key_digest.h"
 #include "select/digest.h"
@@ -63,11 +64,37 @@ TEST(DigestTest, APlantedKeyRanksItsChunkFirst) {
   const at::Tensor new_k = at::randn({hkv, t, d});
   const at::Tensor chunk_of = at::arange(p, at::kLong).div(c, "floor");
   const at::Tensor dk = DigestRoundTrip(keys, c);
-  for (DigestScore how : {DigestScore::kKeys, DigestScore::kBound}) {
+  for (DigestScore how : {DigestScore::kKeys, DigestScore::kBound, DigestScore::kRowMax}) {
     const at::Tensor scores = DigestChunkScores(q, dk, new_k, 0.18f, 0, chunk_of, p / c, how);
     ASSERT_EQ(scores.sizes(), (std::vector<int64_t>{hkv, p / c}));
     EXPECT_EQ(scores[1].argmax().item<int64_t>(), at_pos / c) << static_cast<int>(how);
     EXPECT_EQ(DigestChunkOrder(scores, DigestGroups::kRank)[0].item<int64_t>(), at_pos / c) << static_cast<int>(how);
+  }
+}
+
+// kRowMax by its definition: each query row's softmax over the prefix keys
+// and the new keys it may see (built here with one mask over the whole
+// concatenation), summed per chunk; the best row, then the best head of the group.
+TEST(DigestTest, RowMaxIsEachChunksBestRowsAttention) {
+  at::manual_seed(5);
+  const int64_t hq = 4, hkv = 2, t = 6, p = 40, d = 16, c = 8, g = hq / hkv;
+  const float scale = 0.25f;
+  const at::Tensor q = at::randn({hq, t, d}), keys = at::randn({hkv, p, d}), new_k = at::randn({hkv, t, d});
+  const at::Tensor chunk_of = at::arange(p, at::kLong).div(c, "floor");
+  for (int64_t window : {int64_t{0}, int64_t{2}}) {
+    const int64_t w = window == 0 ? t : window;
+    at::Tensor want = at::zeros({hkv, p / c});
+    for (int64_t h = 0; h < hq; ++h) {
+      const at::Tensor all_k = at::cat({keys[h / g], new_k[h / g]}, 0);  // [P + T, d]
+      for (int64_t r = t - w; r < t; ++r) {
+        at::Tensor logits = at::matmul(all_k, q[h][r] * scale);
+        logits.slice(0, p + r + 1).fill_(-std::numeric_limits<float>::infinity());  // new keys after row r
+        const at::Tensor mass = at::zeros({p / c}).index_add_(0, chunk_of, at::softmax(logits, 0).slice(0, 0, p));
+        want[h / g] = at::maximum(want[h / g], mass);
+      }
+    }
+    const at::Tensor got = DigestChunkScores(q, keys, new_k, scale, window, chunk_of, p / c, DigestScore::kRowMax);
+    EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6)) << "window " << window;
   }
 }
 

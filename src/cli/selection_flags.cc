@@ -61,8 +61,8 @@ void AddDigestFlags(CLI::App* cmd, DigestOptions* d) {
   cmd->add_option("--digest-window", d->window, "digest: chunks scored by the last N query rows (0: every row)")
       ->check(NonNegativeNumber());
   AddNamedOption(cmd, "--digest-score", DigestScoreNames(), &d->score,
-                 "digest: chunks scored by importance over the digest's keys (keys) or by Quest's bound from their "
-                 "min and max (bound)");
+                 "digest: chunks scored by importance over the digest's keys (keys), by each chunk's best query row's "
+                 "attention (rowmax) or by Quest's bound from their min and max (bound)");
   AddNamedOption(cmd, "--digest-groups", DigestGroupsNames(), &d->groups,
                  "digest: the layer's chunk order from the KV groups' scores: rank (each group's best first) or sum");
 }

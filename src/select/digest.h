@@ -21,6 +21,8 @@ enum class DigestScore : uint8_t {
   kKeys,   // H2O's importance over the digest's keys, summed over each chunk's tokens
   kBound,  // Quest's: per query row, a softmax over chunks of the bound sum_d max(q_d min_d, q_d max_d)
            // from the chunk's per-channel min and max, summed over the rows
+  kRowMax,  // per query row, its attention over the digest's keys summed over each chunk's tokens;
+            // a chunk's score is its best row's
 };
 
 // Each chunk's score for each KV group [Hkv, C] fp32: the chunk scores of

@@ -39,6 +39,28 @@ at::Tensor QuestBounds(const at::Tensor& q, const at::Tensor& digest_keys, float
       .view({hq, t, n_chunks});
 }
 
+// Each query row's attention over the prefix (digest keys, then the new
+// tokens it may see), summed over each chunk's tokens; a chunk's score is its
+// best row's: [Hq, C].
+at::Tensor RowMaxChunkMass(const at::Tensor& rows, int64_t first_row, const at::Tensor& digest_keys,
+                           const at::Tensor& new_k, float scale, const at::Tensor& chunk_of, int64_t n_chunks) {
+  const int64_t hq = rows.size(0), w = rows.size(1), hkv = digest_keys.size(0), d = digest_keys.size(2),
+                t = new_k.size(1), g = hq / hkv;
+  const at::Tensor qf = (rows.to(at::kFloat) * scale).reshape({hkv, g * w, d});
+  const at::Tensor sp = at::bmm(qf, digest_keys.to(at::kFloat).transpose(1, 2));  // [Hkv, G*W, P]
+  at::Tensor sn = at::bmm(qf, new_k.to(at::kFloat).transpose(1, 2)).view({hkv, g, w, t});
+  auto opts = at::TensorOptions().device(rows.device()).dtype(at::kLong);
+  const at::Tensor future = at::arange(t, opts).unsqueeze(0) > (at::arange(w, opts) + first_row).unsqueeze(1);
+  sn.masked_fill_(future, -std::numeric_limits<float>::infinity());
+  sn = sn.view({hkv, g * w, t});
+  const at::Tensor m = at::maximum(sp.amax(-1, true), sn.amax(-1, true));
+  const at::Tensor ep = (sp - m).exp_();
+  const at::Tensor den = ep.sum(-1, true) + (sn - m).exp_().sum(-1, true);
+  const at::Tensor mass = at::zeros({hkv, g * w, n_chunks}, ep.options())
+                              .index_add_(2, chunk_of.to(ep.device(), at::kLong), ep.div_(den));
+  return std::get<0>(mass.view({hkv, g, w, n_chunks}).max(2)).reshape({hq, n_chunks});
+}
+
 }  // namespace
 
 at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys, const at::Tensor& new_k,
@@ -47,7 +69,10 @@ at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys,
   const int64_t hq = q.size(0), t = q.size(1), hkv = digest_keys.size(0);
   IMPRESS_CHECK(hq % hkv == 0 && chunk_of.numel() == digest_keys.size(1));
   at::Tensor per_head;  // [Hq, C]
-  if (how == DigestScore::kBound) {
+  if (how == DigestScore::kRowMax) {
+    const int64_t w = window > 0 && window < t ? window : t;
+    per_head = RowMaxChunkMass(q.narrow(1, t - w, w), t - w, digest_keys, new_k, scale, chunk_of, n_chunks);
+  } else if (how == DigestScore::kBound) {
     const at::Tensor rows = window > 0 && window < t ? q.narrow(1, t - window, window) : q;
     per_head = at::softmax(QuestBounds(rows, digest_keys, scale, chunk_of, n_chunks), -1).sum(1);
   } else {

@@ -112,7 +112,7 @@ StatusOr<ImportanceShape> ParseImportanceShape(int64_t window, int64_t pool) {
 }
 
 const std::vector<std::string>& DigestScoreNames() {
-  static const std::vector<std::string> names = {"keys", "bound"};
+  static const std::vector<std::string> names = {"keys", "bound", "rowmax"};
   return names;
 }
 
