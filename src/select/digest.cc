@@ -1,7 +1,8 @@
 // The project's own selection (docs/systems.md, "digest"): each layer scores
 // the prefix's chunks from their key digests (codec/key_digest.h) with the
-// new tokens' own queries (H2O's importance over the digest's keys, summed
-// per chunk, the best over each KV group's query heads), orders them over
+// new tokens' own queries (by default each query row's attention over the
+// digest's keys summed per chunk, a chunk's best row's, the best over each
+// KV group's query heads: select/digest.h's DigestScore), orders them over
 // the groups and keeps whole chunks, the sink's and the recent tokens'
 // first, until k tokens are kept; it reads the chosen chunks' K and V and
 // nothing else. The first `dense_layers` layers keep every token.

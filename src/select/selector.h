@@ -40,8 +40,8 @@ struct DigestOptions {
   int64_t sink_tokens = 64;    // the prefix's first tokens (their chunks) are always kept
   int64_t recent_tokens = 0;   // likewise its last tokens
   int dense_layers = 0;        // the first layers keep every token
-  int64_t window = 4;          // chunks are scored by the last `window` query rows (0: every row)
-  DigestScore score = DigestScore::kKeys;
+  int64_t window = 0;          // chunks are scored by the last `window` query rows (0: every row)
+  DigestScore score = DigestScore::kRowMax;
   DigestGroups groups = DigestGroups::kRank;
 };
 const std::vector<std::string>& DigestScoreNames();   // "keys", "bound": indexed by DigestScore
