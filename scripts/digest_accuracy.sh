@@ -6,7 +6,8 @@
 #   scripts/digest_accuracy.sh BUILD OUT [STEPS]
 # STEPS (default "retention options options2"): retention runs 5, 10, 25,
 # 50%; options each option at 25% and the chunk size at 10%; options2 the rest;
-# window fewer scoring rows (4, 8, 1).
+# window fewer scoring rows (4, 8, 1); rowmax the options measured beside the
+# defaults of 8bbefd8.
 set -euo pipefail
 build=${1:?usage: digest_accuracy.sh BUILD OUT [STEPS]}; out=${2:?}; steps=${3:-retention options options2}
 model=${MODEL:-models/smollm2-135m}
@@ -43,6 +44,13 @@ for step in $steps; do
       run 0.10 digest-window4 --digest-window 4
       run 0.25 digest-window8 --digest-window 8
       run 0.25 digest-window1 --digest-window 1 ;;
+    rowmax)  # beside the defaults of 8bbefd8 (every row, a chunk's best row): the 10% levers, the defaults before
+      run 0.10 digest-sink0 --sink-tokens 0
+      run 0.10 digest-window16 --digest-window 16
+      run 0.10 digest-groups-sum --digest-groups sum
+      run 0.10 digest-chunk16-sink16 --chunk 16 --sink-tokens 16
+      run 0.25 digest-keys4 --digest-score keys --digest-window 4
+      run 0.10 digest-keys4 --digest-score keys --digest-window 4 ;;
     *) echo "digest_accuracy.sh: unknown step '$step'" >&2; exit 1 ;;
   esac
 done

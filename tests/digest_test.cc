@@ -98,6 +98,28 @@ TEST(DigestTest, RowMaxIsEachChunksBestRowsAttention) {
   }
 }
 
+// Pooling: a chunk that holds only the tokens right after a found token
+// scores as that token's chunk does, as far as the pool reaches.
+TEST(DigestTest, APooledScoreReachesTheNextChunksFirstTokens) {
+  at::manual_seed(9);
+  const int64_t hq = 2, hkv = 1, t = 2, p = 64, d = 32, c = 16, at_pos = 31;  // the last token of chunk 1
+  const at::Tensor q = at::randn({hq, t, d});
+  at::Tensor keys = at::randn({hkv, p, d}) * 0.1;
+  const at::Tensor dir = q.mean({0, 1});
+  keys[0][at_pos] = dir / dir.norm() * 20;
+  const at::Tensor new_k = at::randn({hkv, t, d}) * 0.1;
+  const at::Tensor chunk_of = at::arange(p, at::kLong).div(c, "floor");
+  for (DigestScore how : {DigestScore::kKeys, DigestScore::kRowMax}) {
+    const at::Tensor plain = DigestChunkScores(q, keys, new_k, 0.18f, 0, chunk_of, p / c, how);
+    const at::Tensor pooled = DigestChunkScores(q, keys, new_k, 0.18f, 0, chunk_of, p / c, how, 0, 3);
+    EXPECT_LT(plain[0][2].item<float>(), 0.5 * plain[0][1].item<float>()) << static_cast<int>(how);
+    // Position 32 (chunk 2's first) takes position 31's score with a pool of 3;
+    // position 31 holds nearly all of chunk 1's.
+    EXPECT_GE(pooled[0][2].item<float>(), 0.9 * plain[0][1].item<float>()) << static_cast<int>(how);
+    EXPECT_LT(pooled[0][0].item<float>(), 0.1 * pooled[0][2].item<float>()) << static_cast<int>(how);  // out of reach
+  }
+}
+
 TEST(DigestTest, KeepsWholeChunksTheSinksAndTheRecentFirst) {
   // Six chunks of 4 in a reordered layout: chunk i holds positions i, i+6, i+12, i+18.
   const at::Tensor chunk_of = at::arange(24, at::kLong).remainder(6);

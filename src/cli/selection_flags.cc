@@ -60,6 +60,9 @@ void AddDigestFlags(CLI::App* cmd, DigestOptions* d) {
       ->check(NonNegativeNumber());
   cmd->add_option("--digest-window", d->window, "digest: chunks scored by the last N query rows (0: every row)")
       ->check(NonNegativeNumber());
+  cmd->add_option("--digest-pool", d->pool,
+                  "digest: each token's score becomes the max over N neighbouring positions before chunks sum them")
+      ->check(OddPool());
   AddNamedOption(cmd, "--digest-score", DigestScoreNames(), &d->score,
                  "digest: chunks scored by importance over the digest's keys (keys), by each chunk's best query row's "
                  "attention (rowmax) or by Quest's bound from their min and max (bound)");

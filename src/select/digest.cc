@@ -84,7 +84,8 @@ class DigestMethod final : public SelectionMethod {
     RETURN_IF_ERROR(src.DigestKeys(l, &digest_keys));
     const at::Tensor chunk_of = src.ChunkOf(l);
     const at::Tensor scores = ReadBack(DigestChunkScores(qkv.q, digest_keys, qkv.k, qkv.scale, opt_.digest.window,
-                                                         chunk_of, src.chunks(), opt_.digest.score, src.key_room()),
+                                                         chunk_of, src.chunks(), opt_.digest.score, src.key_room(),
+                                                         opt_.digest.pool),
                                        l, obs);
     if (obs != nullptr) obs->OnStepEnd(l, SelectStep::kImportance);
     SelectedPrefix s;

@@ -27,14 +27,17 @@ enum class DigestScore : uint8_t {
 
 // Each chunk's score for each KV group [Hkv, C] fp32: the chunk scores of
 // each query head from its last `window` rows (0: every row), the best over
-// the group's query heads.
+// the group's query heads. `pool` > 1 (odd): each token's score (kKeys: its
+// importance; kRowMax: each row's attention) is first the max over `pool`
+// neighbouring positions, so a chunk holding the tokens right after a found
+// one scores as well (kBound: unused).
 //   q [Hq, T, d] new tokens' queries (RoPE applied, unscaled); new_k [Hkv, T, d];
 //   digest_keys [Hkv, P, d] (PrefixSource::DigestKeys) with `room` free rows
 //   after each head's (PrefixImportance's room: 0 or T); chunk_of [P] int64
 //   names each position's chunk, 0..n_chunks-1.
 at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys, const at::Tensor& new_k,
                              float scale, int64_t window, const at::Tensor& chunk_of,
-                             int64_t n_chunks, DigestScore how, int64_t room = 0);
+                             int64_t n_chunks, DigestScore how, int64_t room = 0, int64_t pool = 1);
 
 // How the KV groups' chunk scores [Hkv, C] make the layer's one order.
 enum class DigestGroups : uint8_t {

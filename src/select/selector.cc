@@ -123,7 +123,7 @@ const std::vector<std::string>& DigestGroupsNames() {
 
 nlohmann::ordered_json DigestJson(const DigestOptions& d) {
   return {{"sink_tokens", d.sink_tokens}, {"recent_tokens", d.recent_tokens}, {"dense_layers", d.dense_layers},
-          {"window", d.window},
+          {"window", d.window}, {"pool", d.pool},
           {"score", DigestScoreNames()[static_cast<size_t>(d.score)]},
           {"groups", DigestGroupsNames()[static_cast<size_t>(d.groups)]}};
 }

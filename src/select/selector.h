@@ -41,6 +41,7 @@ struct DigestOptions {
   int64_t recent_tokens = 0;   // likewise its last tokens
   int dense_layers = 0;        // the first layers keep every token
   int64_t window = 0;          // chunks are scored by the last `window` query rows (0: every row)
+  int64_t pool = 1;            // > 1 (odd): each token's score the max over `pool` neighbouring positions
   DigestScore score = DigestScore::kRowMax;
   DigestGroups groups = DigestGroups::kRank;
 };
