@@ -49,6 +49,7 @@ for step in $steps; do
       run 0.10 digest-window16 --digest-window 16
       run 0.10 digest-groups-sum --digest-groups sum
       run 0.10 digest-chunk16-sink16 --chunk 16 --sink-tokens 16
+      run 0.10 digest-pool7 --digest-pool 7
       run 0.25 digest-keys4 --digest-score keys --digest-window 4
       run 0.10 digest-keys4 --digest-score keys --digest-window 4 ;;
     *) echo "digest_accuracy.sh: unknown step '$step'" >&2; exit 1 ;;

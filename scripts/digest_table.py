@@ -68,7 +68,7 @@ OPTIONS = [("digest-sink0", "--sink-tokens 0"), ("digest-recent64", "--recent-to
            ("digest-chunk16", "--chunk 16"), ("digest-chunk32", "--chunk 32"),
            ("digest-window4", "--digest-window 4"), ("digest-window8", "--digest-window 8"),
            ("digest-window1", "--digest-window 1"), ("digest-window16", "--digest-window 16"),
-           ("digest-chunk16-sink16", "--chunk 16 --sink-tokens 16"),
+           ("digest-chunk16-sink16", "--chunk 16 --sink-tokens 16"), ("digest-pool7", "--digest-pool 7"),
            ("digest-keys4", "--digest-score keys --digest-window 4")]
 
 
