@@ -102,7 +102,7 @@ expect "digest on a store without digests" "$nd: the store keeps no chunk digest
   --data "$data" --task piqa --system digest --pool 1 --prefix-tokens 64 --requests 1 --warmup 0 --chunk 16 --store "$nd"
 expect "digest with the shared tier" "--system digest does not run with --remote yet" -- run --model "$src" \
   --system digest --remote redis://127.0.0.1:1 --store "$tmp/digest_remote"
-expect "unknown digest score" "--digest-score: bogus not in {keys,bound}" -- eval --model "$src" --digest-score bogus
+expect "unknown digest score" "--digest-score: bogus not in {keys,bound,rowmax}" -- eval --model "$src" --digest-score bogus
 expect "unknown ITF unit" "--itf-unit: bogus not in {token,chunk} (--help lists the options)" -- eval --model "$src" --itf-unit bogus
 # Task files: one line naming file:line and the problem, and nothing written.
 tf=$tmp/tasks.jsonl ok='{"context": "A b c.", "question": " q", "choices": ["x", "y"], "gold": 0}'
