@@ -25,8 +25,6 @@ at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens) {
 
 namespace {
 
-bool HostFloat(const at::Tensor& x) { return x.is_cpu() && x.scalar_type() == at::kFloat; }
-
 // Quest's bound for every query row and chunk: [Hq, T, C].
 at::Tensor QuestBounds(const at::Tensor& q, const at::Tensor& digest_keys, float scale, const at::Tensor& chunk_of,
                        int64_t n_chunks) {

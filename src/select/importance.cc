@@ -23,9 +23,6 @@ void MaskFutureColumns(float* scores, int64_t blocks, int64_t t, int64_t p) {
     for (int64_t i = 0; i < t; ++i) std::fill(scores + (b * t + i) * (p + t) + p + i + 1, scores + (b * t + i + 1) * (p + t), ninf);
 }
 
-// Whether `x` is fp32 in host memory: what the host loops below read.
-bool HostFloat(const at::Tensor& x) { return x.is_cpu() && x.scalar_type() == at::kFloat; }
-
 // Column sums of `importance` [H, P] in double, the rows added in order, as
 // at::sum over dim 0 adds them (tests/select_test.cc checks that the two agree).
 std::vector<double> ColumnSums(const at::Tensor& importance) {

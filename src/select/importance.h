@@ -9,6 +9,9 @@
 
 namespace impress {
 
+// Whether `x` is fp32 in host memory: what the selection code's host loops read.
+inline bool HostFloat(const at::Tensor& x) { return x.is_cpu() && x.scalar_type() == at::kFloat; }
+
 // H2O importance of each prefix token for each query head: the column sums,
 // over the new tokens' query rows, of the true attention weights (softmax
 // over the prefix keys and the new tokens' own keys up to the row).
