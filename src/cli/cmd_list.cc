@@ -8,6 +8,7 @@
 #include "codec/kv_codec.h"
 #include "data/task.h"
 #include "engine/systems.h"
+#include "select/method.h"
 #include "experiment/figures.h"
 
 namespace impress {

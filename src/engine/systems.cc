@@ -1,6 +1,7 @@
 #include "engine/systems.h"
 
 #include "common/named.h"
+#include "select/method.h"
 
 namespace impress {
 namespace system_name {
@@ -45,10 +46,11 @@ System FromRecipe(const SystemRecipe& r) {
   s.select.kind = r.kind;
   s.policy = r.policy;
   s.reorder = r.reorder;
-  s.served_from_store = r.kind != SelectorKind::kStatic;
-  s.depends_on_retention = r.kind != SelectorKind::kFull;
-  s.uses_probe_heads = r.kind == SelectorKind::kItf;
-  s.reads_digests = r.kind == SelectorKind::kDigest;
+  const SelectionMethodInfo& m = MethodInfo(r.kind);
+  s.served_from_store = m.make != nullptr;
+  s.depends_on_retention = m.retaining;
+  s.uses_probe_heads = m.probe_heads;
+  s.reads_digests = m.digests;
   return s;
 }
 
@@ -78,13 +80,6 @@ const std::vector<std::string>& SystemNames() {
 const std::vector<std::string>& PaperSystemNames() {
   static const std::vector<std::string> names = NamesOf(true);
   return names;
-}
-
-const std::string& SelectorKindName(SelectorKind kind) {
-  static const std::vector<std::string> names = {"full", "h2o", "itf", "random", "static", "digest"};
-  const size_t i = static_cast<size_t>(kind);
-  IMPRESS_CHECK(i < names.size());  // a SelectorKind added without its name here
-  return names[i];
 }
 
 bool AnyReadsDigests(const std::vector<std::string>& names) {

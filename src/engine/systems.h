@@ -43,8 +43,6 @@ const std::vector<System>& Systems();
 const std::vector<std::string>& SystemNames();
 // The paper's seven (SystemNames without the controls).
 const std::vector<std::string>& PaperSystemNames();
-// The selection method's name: "full", "h2o", "itf", "random", "static".
-const std::string& SelectorKindName(SelectorKind kind);
 // Whether any of the named systems reads digests (unknown names count as not).
 bool AnyReadsDigests(const std::vector<std::string>& names);
 // The named system selecting with `select`'s knobs and its own kind.

@@ -14,6 +14,6 @@ class FullMethod final : public SelectionMethod {
 
 }  // namespace
 
-std::unique_ptr<SelectionMethod> MakeFullMethod() { return std::make_unique<FullMethod>(); }
+std::unique_ptr<SelectionMethod> MakeFullMethod(const SelectorOptions&) { return std::make_unique<FullMethod>(); }
 
 }  // namespace impress

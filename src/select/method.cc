@@ -5,17 +5,39 @@
 
 namespace impress {
 
+const std::vector<SelectionMethodInfo>& SelectionMethods() {
+  static const std::vector<SelectionMethodInfo> methods = {
+      {SelectorKind::kFull, "full", MakeFullMethod, false, false, false},
+      {SelectorKind::kH2O, "h2o", MakeH2OMethod, true, false, false},
+      {SelectorKind::kItf, "itf", MakeItfMethod, true, true, false},
+      {SelectorKind::kRandom, "random", MakeRandomMethod, true, false, false},
+      {SelectorKind::kStatic, "static", nullptr, true, false, false},
+      {SelectorKind::kDigest, "digest", MakeDigestMethod, true, false, true},
+  };
+  return methods;
+}
+
+const SelectionMethodInfo& MethodInfo(SelectorKind kind) {
+  for (const SelectionMethodInfo& m : SelectionMethods())
+    if (m.kind == kind) return m;
+  IMPRESS_CHECK(false);  // a SelectorKind added without its row in SelectionMethods
+  return SelectionMethods().front();
+}
+
+const std::string& SelectorKindName(SelectorKind kind) {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const SelectionMethodInfo& m : SelectionMethods()) v.push_back(m.name);
+    return v;
+  }();
+  const SelectionMethodInfo& info = MethodInfo(kind);
+  return names[&info - SelectionMethods().data()];
+}
+
 std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt) {
-  switch (opt.kind) {
-    case SelectorKind::kFull: return MakeFullMethod();
-    case SelectorKind::kH2O: return MakeH2OMethod(opt);
-    case SelectorKind::kItf: return MakeItfMethod(opt);
-    case SelectorKind::kRandom: return MakeRandomMethod(opt);
-    case SelectorKind::kDigest: return MakeDigestMethod(opt);
-    case SelectorKind::kStatic: break;  // needs the prefix's own importance: the caller selects (eval/scorer.cc)
-  }
-  IMPRESS_CHECK(false);
-  return nullptr;
+  const SelectionMethodInfo& m = MethodInfo(opt.kind);
+  IMPRESS_CHECK(m.make != nullptr);  // static: the caller selects (eval/scorer.cc)
+  return m.make(opt);
 }
 
 ReadAhead RetainingMethod::Ahead(int64_t p) const {

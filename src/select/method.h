@@ -11,13 +11,15 @@
 // to a SelectionObserver: reordering's history, counters, tests.
 //
 // Adding a method: one file implementing SelectionMethod with its maker
-// declared below, a kind in SelectorKind and a case in MakeSelectionMethod
-// (method.cc), and a row in the system table (engine/systems.cc).
-// docs/design.md has the recipe.
+// declared below, a kind in SelectorKind and its row in the method table
+// (SelectionMethods, method.cc), and a row in the system table
+// (engine/systems.cc). docs/design.md has the recipe.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -120,11 +122,30 @@ class RetainingMethod : public SelectionMethod {
   ReadAhead partial_;
 };
 
-// The method of `opt.kind` with its options.
+using MethodMaker = std::unique_ptr<SelectionMethod> (*)(const SelectorOptions& opt);
+
+// One row per SelectorKind: its name and what callers ask of it.
+struct SelectionMethodInfo {
+  SelectorKind kind;
+  const char* name;
+  // Its maker; null where the caller selects (static needs the prefix's own
+  // importance, which only eval/scorer.cc has).
+  MethodMaker make;
+  bool retaining;    // the retention changes what it computes
+  bool probe_heads;  // it ranks by probe heads (alpha, agreed-set unit and probe layout matter)
+  bool digests;      // it scores chunks by their key digests: its store must keep them
+};
+// The method table, one row per SelectorKind (method.cc).
+const std::vector<SelectionMethodInfo>& SelectionMethods();
+// The row of `kind`; a kind without a row is a programming error (checked).
+const SelectionMethodInfo& MethodInfo(SelectorKind kind);
+// The method's name: "full", "h2o", "itf", "random", "static", "digest".
+const std::string& SelectorKindName(SelectorKind kind);
+// The method of `opt.kind` with its options. REQUIRES: its row has a maker.
 std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt);
 
 // The methods, one file each (full.cc, h2o.cc, itf.cc, random.cc, digest.cc).
-std::unique_ptr<SelectionMethod> MakeFullMethod();
+std::unique_ptr<SelectionMethod> MakeFullMethod(const SelectorOptions& opt);
 std::unique_ptr<SelectionMethod> MakeH2OMethod(const SelectorOptions& opt);
 std::unique_ptr<SelectionMethod> MakeItfMethod(const SelectorOptions& opt);
 std::unique_ptr<SelectionMethod> MakeRandomMethod(const SelectorOptions& opt);
