@@ -130,13 +130,15 @@ void BM_SelectDigestFromMemory(benchmark::State& state) { Select(state, Selector
 
 // The digest system's steps as a store-backed layer runs them: the resident
 // digests decoded and stacked, chunks scored, ordered and kept.
+// Args: prefix tokens; the digest codec (0: int4, 1: int8).
 void BM_DigestDecode(benchmark::State& state) {
   const int64_t c = 64, p = state.range(0), n = p / c;
+  const DigestCodec codec = static_cast<DigestCodec>(state.range(1));
   std::vector<at::Tensor> digests;
-  for (int64_t i = 0; i < n; ++i) digests.push_back(EncodeDigest(at::randn({c, kHkv, kD}).to(at::kHalf)));
+  for (int64_t i = 0; i < n; ++i) digests.push_back(EncodeDigest(codec, at::randn({c, kHkv, kD}).to(at::kHalf)));
   for (auto _ : state) {  // as StoreSource::DigestKeys: in fp32 into one buffer with room for 16 new keys
     at::Tensor all = at::empty({kHkv, p + 16, kD});
-    for (int64_t i = 0; i < n; ++i) DecodeDigestRows(digests[static_cast<size_t>(i)], all, i * c, c);
+    for (int64_t i = 0; i < n; ++i) DecodeDigestRows(codec, digests[static_cast<size_t>(i)], all, i * c, c);
     benchmark::DoNotOptimize(all);
   }
 }
@@ -324,7 +326,7 @@ BENCHMARK(BM_SelectH2O)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfTrusted)->NEW_TOKENS;
 BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
 BENCHMARK(BM_SelectDigestFromMemory)->NEW_TOKENS;
-BENCHMARK(BM_DigestDecode)->Arg(kPrefix)->Arg(4 * kPrefix)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DigestDecode)->Args({kPrefix, 0})->Args({4 * kPrefix, 0})->Args({4 * kPrefix, 1})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DigestChunkScores)->ArgsProduct({{16, 64}, {kPrefix, 4 * kPrefix}, {0, 1}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DigestOrderAndPositions)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_H2OImportance)->NEW_TOKENS;

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "codec/key_digest.h"
+#include "common/named.h"
 #include "select/digest.h"
 #include "store/chunk_store.h"
 #include "test_util.h"
@@ -24,9 +25,9 @@ TEST(DigestTest, HoldsEachChannelsMinAndMaxAndEveryKeyWithinHalfAStep) {
   at::manual_seed(7);
   const int64_t c = 64, h = 3, d = 64;
   const at::Tensor keys = (at::randn({c, h, d}) * 3 + 1).to(at::kHalf);
-  const at::Tensor digest = EncodeDigest(keys);
-  ASSERT_EQ(static_cast<size_t>(digest.numel()), DigestBytes(c, h, d));
-  const at::Tensor got = DecodeDigest(digest, c, h, d).to(at::kFloat), want = keys.to(at::kFloat);
+  const at::Tensor digest = EncodeDigest(DigestCodec::kInt4, keys);
+  ASSERT_EQ(static_cast<size_t>(digest.numel()), DigestBytes(DigestCodec::kInt4, c, h, d));
+  const at::Tensor got = DecodeDigest(DigestCodec::kInt4, digest, c, h, d).to(at::kFloat), want = keys.to(at::kFloat);
   const at::Tensor lo = std::get<0>(want.min(0)), hi = std::get<0>(want.max(0));  // computed directly
   EXPECT_TRUE(std::get<0>(got.min(0)).equal(lo));  // code 0 decodes to the min itself
   // Code 15 decodes to zero + 15 * scale, with scale rounded to fp16: within 15 of its half-ulps.
@@ -36,6 +37,28 @@ TEST(DigestTest, HoldsEachChannelsMinAndMaxAndEveryKeyWithinHalfAStep) {
   EXPECT_TRUE(((got - want).abs() <= step.unsqueeze(0) * 0.5 + 1e-2).all().item<bool>());
 }
 
+// The int8 digest is the int8 key codec: each (token, head) at 8 bits
+// between -absmax and absmax, so every key within half of absmax / 127.
+TEST(DigestTest, AnInt8DigestHoldsEveryKeyWithinHalfAStepOfItsRow) {
+  at::manual_seed(7);
+  const int64_t c = 64, h = 3, d = 64;
+  const at::Tensor keys = (at::randn({c, h, d}) * 3 + 1).to(at::kHalf);
+  const at::Tensor digest = EncodeDigest(DigestCodec::kInt8, keys);
+  ASSERT_EQ(static_cast<size_t>(digest.numel()), DigestBytes(DigestCodec::kInt8, c, h, d));
+  EXPECT_GT(DigestBytes(DigestCodec::kInt8, c, h, d), DigestBytes(DigestCodec::kInt4, c, h, d));
+  const at::Tensor got = DecodeDigest(DigestCodec::kInt8, digest, c, h, d).to(at::kFloat), want = keys.to(at::kFloat);
+  const at::Tensor absmax = std::get<0>(want.abs().max(2, true));  // [C, h, 1], computed directly
+  // Half a step, plus the fp16 rounding of the scale (times a code of at most
+  // 127) and of the decoded key: each at most 2^-11 relative.
+  const double u = 1.0 / 2048;
+  const at::Tensor bound = absmax / 127 * 0.5 + absmax * u + (want.abs() + absmax / 254) * u;
+  EXPECT_TRUE(((got - want).abs() <= bound).all().item<bool>());
+  // Finer than int4's per-channel step on the same keys.
+  const at::Tensor err4 = (DecodeDigest(DigestCodec::kInt4, EncodeDigest(DigestCodec::kInt4, keys), c, h, d)
+                               .to(at::kFloat) - want).abs().mean();
+  EXPECT_LT((got - want).abs().mean().item<float>(), err4.item<float>() / 4);
+}
+
 TEST(DigestTest, ThePrefixRoundTripIsChunkByChunk) {
   at::manual_seed(3);
   const at::Tensor k = at::randn({2, 100, 32});  // [Hkv, P, d]; the last chunk is short
@@ -43,12 +66,12 @@ TEST(DigestTest, ThePrefixRoundTripIsChunkByChunk) {
   for (int64_t s = 0; s < 100; s += 32) {
     const int64_t n = std::min<int64_t>(32, 100 - s);
     const at::Tensor part = k.narrow(1, s, n).transpose(0, 1).contiguous();
-    const at::Tensor digest = EncodeDigest(part);
+    const at::Tensor digest = EncodeDigest(DigestCodec::kInt4, part);
     at::Tensor want = at::empty({2, n, 32});
-    DecodeDigestRows(digest, want, 0, n);
+    DecodeDigestRows(DigestCodec::kInt4, digest, want, 0, n);
     EXPECT_TRUE(got.narrow(1, s, n).equal(want)) << "chunk at " << s;
     // fp32 rows that round to the fp16 keys DecodeDigest gives
-    EXPECT_TRUE(want.to(at::kHalf).equal(DecodeDigest(digest, n, 2, 32).transpose(0, 1))) << "chunk at " << s;
+    EXPECT_TRUE(want.to(at::kHalf).equal(DecodeDigest(DigestCodec::kInt4, digest, n, 2, 32).transpose(0, 1))) << "chunk at " << s;
   }
 }
 
@@ -137,10 +160,11 @@ TEST(DigestTest, KeepsWholeChunksTheSinksAndTheRecentFirst) {
   EXPECT_EQ(DigestKeptPositions(order, chunk_of, 6, 1, 24, 0).numel(), 24);
 }
 
-StoreOptions DigestStore(bool digests) {
+StoreOptions DigestStore(bool digests, DigestCodec codec = DigestCodec::kInt4) {
   StoreOptions o;
   o.geometry = ChunkGeometry{16, 2, 2, 32, 1, 2};
   o.geometry.digests = digests;
+  o.geometry.digest_codec = codec;
   o.fingerprint = "test-model/float16/c16";
   return o;
 }
@@ -152,7 +176,7 @@ EncodedChunk KeysChunk(const ChunkGeometry& g, uint64_t id, int layer) {
   e.bytes = {k.view(at::kByte).flatten(), at::randn({g.chunk_tokens, g.kv_heads, g.head_dim}).to(at::kHalf).view(at::kByte).flatten(),
              k.narrow(1, 0, g.probe_kv_heads).contiguous().view(at::kByte).flatten()};
   e.decoded = {k, {}, {}};
-  if (g.digests) e.digest = EncodeDigest(k);
+  if (g.digests) e.digest = EncodeDigest(g.digest_codec, k);
   return e;
 }
 
@@ -205,6 +229,33 @@ TEST(DigestTest, AStoreWithoutDigestsIsRefusedToTheDigestSystem) {
   EXPECT_EQ(s.status().message(), dir.path() + ": the store keeps no chunk digests (written before them, or for "
                                                "systems that need none); the digest system needs a store made with "
                                                "them: a new --store folder");
+}
+
+// A store records its digests' codec: reopened it serves them as written
+// (int8 digests, twice int4's bytes) to a caller not asking, and refuses a
+// caller asking for the other codec with one line naming the store.
+TEST(DigestTest, AStoreKeepsItsDigestCodecAndRefusesTheOther) {
+  TempDir dir;
+  std::vector<EncodedChunk> w;
+  {
+    auto s = ChunkStore::Open(dir.path(), DigestStore(true, DigestCodec::kInt8), nullptr);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    for (int l = 0; l < 2; ++l) w.push_back(KeysChunk((*s)->geometry(), 1, l));
+    ASSERT_TRUE((*s)->Commit(w, "m").ok());
+    const ChunkGeometry& g = (*s)->geometry();
+    EXPECT_EQ(g.DigestBytes(), DigestBytes(DigestCodec::kInt8, 16, 2, 32));
+    EXPECT_GT(g.DigestBytes(), DigestBytes(DigestCodec::kInt4, 16, 2, 32));
+  }
+  {
+    auto s = ChunkStore::Open(dir.path(), DigestStore(false), nullptr);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ((*s)->geometry().digest_codec, DigestCodec::kInt8);
+    for (const EncodedChunk& e : w) EXPECT_TRUE((*s)->Digest(e.chunk_id, e.layer).equal(e.digest));
+  }
+  auto s = ChunkStore::Open(dir.path(), DigestStore(true, DigestCodec::kInt4), nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), dir.path() + ": the store keeps int8 chunk digests, not int4: --digest-codec int8, "
+                                               "or a new --store folder");
 }
 
 }  // namespace

@@ -68,6 +68,9 @@ void AddDigestFlags(CLI::App* cmd, DigestOptions* d) {
                  "attention (rowmax) or by Quest's bound from their min and max (bound)");
   AddNamedOption(cmd, "--digest-groups", DigestGroupsNames(), &d->groups,
                  "digest: the layer's chunk order from the KV groups' scores: rank (each group's best first) or sum");
+  AddNamedOption(cmd, "--digest-codec", DigestCodecNames(), &d->codec,
+                 "digest: bits a chunk digest keeps per key value: int4 or int8 (twice the bytes, ranks as the keys "
+                 "do); a store keeps one codec's digests");
 }
 
 }  // namespace

@@ -32,13 +32,13 @@ EncodedChunk EncodeChunk(uint64_t chunk_id, int layer, KvCodec codec, const at::
 }  // namespace
 
 void EncodeForStore(KvCodec codec, int64_t chunk_tokens, int layer, uint64_t first_id, int64_t first_index,
-                    const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe, bool digests,
-                    std::vector<EncodedChunk>* out) {
+                    const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe,
+                    std::optional<DigestCodec> digest, std::vector<EncodedChunk>* out) {
   const int64_t c = chunk_tokens, n = k.size(0) / c;
   for (int64_t i = 0; i < n; ++i) {
     out->push_back(EncodeChunk(first_id + static_cast<uint64_t>(i), layer, ChunkCodec(codec, first_index + i),
                                k.narrow(0, i * c, c), v.narrow(0, i * c, c), probe.narrow(0, i * c, c)));
-    if (digests) out->back().digest = EncodeDigest(out->back().decoded[0]);
+    if (digest) out->back().digest = EncodeDigest(*digest, out->back().decoded[0]);
   }
 }
 

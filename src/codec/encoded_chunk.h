@@ -6,10 +6,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
+#include "codec/key_digest.h"
 #include "codec/kv_codec.h"
 
 namespace impress {
@@ -37,10 +39,10 @@ struct EncodedChunk {
 // The store's one encode step: chunks first_index.. of a prefix stored with
 // `codec` (each with its own ChunkCodec), as ids first_id.. of layer `layer`,
 // from token-major parts [n*C, heads, d] with C = chunk_tokens, appended to `out`.
-// With `digests`, each chunk also gets the digest of its keys as they decode.
+// With `digest` set, each chunk also gets the digest of its keys as they decode, in that codec.
 // REQUIRES: contiguous host tensors; fp16 unless `codec` is kNone.
 void EncodeForStore(KvCodec codec, int64_t chunk_tokens, int layer, uint64_t first_id, int64_t first_index,
-                    const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe, bool digests,
-                    std::vector<EncodedChunk>* out);
+                    const at::Tensor& k, const at::Tensor& v, const at::Tensor& probe,
+                    std::optional<DigestCodec> digest, std::vector<EncodedChunk>* out);
 
 }  // namespace impress

@@ -64,6 +64,7 @@ struct PrefixStoreOptions {
   // digest system; an existing store that keeps them is opened with them
   // whatever this says, and one that does not is refused when it is true.
   bool digests = false;
+  DigestCodec digest_codec = DigestCodec::kInt4;  // a new store's digests' bits; an existing one must match
   // The tiers, fastest first (engine/store_tiers.h): the cache levels, the
   // disk, the backends below it (such as the shared remote tier:
   // RemoteBackendFactory), made when the store opens.

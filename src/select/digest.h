@@ -7,14 +7,15 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "codec/key_digest.h"
 #include "select/importance.h"
 
 namespace impress {
 
 // `keys` [Hkv, P, d] with each run of `chunk_tokens` positions (the last may
-// be short) put through its digest and back (DecodeDigestRows, fp32), as a
+// be short) put through its digest of `codec`'s bits and back (DecodeDigestRows, fp32), as a
 // store that keeps digests serves them: [Hkv, P, d] in keys' dtype, on its device.
-at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens);
+at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens, DigestCodec codec = DigestCodec::kInt4);
 
 // How chunks are scored from their digests.
 enum class DigestScore : uint8_t {

@@ -12,13 +12,13 @@
 
 namespace impress {
 
-at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens) {
+at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens, DigestCodec codec) {
   const int64_t p = keys.size(1);
   const at::Tensor host = keys.to(at::kCPU, at::kHalf).transpose(0, 1).contiguous();  // [P, Hkv, d]
   at::Tensor out = at::empty({keys.size(0), p, keys.size(2)}, at::kFloat);
   for (int64_t s = 0; s < p; s += chunk_tokens) {
     const int64_t n = std::min(chunk_tokens, p - s);
-    DecodeDigestRows(EncodeDigest(host.narrow(0, s, n).contiguous()), out, s, n);
+    DecodeDigestRows(codec, EncodeDigest(codec, host.narrow(0, s, n).contiguous()), out, s, n);
   }
   return out.to(keys.device(), keys.scalar_type());
 }

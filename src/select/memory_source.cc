@@ -4,8 +4,8 @@
 
 namespace impress {
 
-MemorySource::MemorySource(at::Tensor k, at::Tensor v, int64_t chunk_tokens)
-    : k_(std::move(k)), v_(std::move(v)), p_(k_.defined() ? k_.size(1) : 0), c_(chunk_tokens) {
+MemorySource::MemorySource(at::Tensor k, at::Tensor v, int64_t chunk_tokens, DigestCodec digest)
+    : k_(std::move(k)), v_(std::move(v)), p_(k_.defined() ? k_.size(1) : 0), c_(chunk_tokens), digest_(digest) {
   IMPRESS_CHECK(c_ > 0);
 }
 
@@ -40,7 +40,7 @@ Status MemorySource::Gather(int, const at::Tensor& positions, at::Tensor* k, at:
 }
 
 Status MemorySource::DigestKeys(int, at::Tensor* k) {
-  *k = DigestRoundTrip(k_, c_);
+  *k = DigestRoundTrip(k_, c_, digest_);
   return Status::OK();
 }
 

@@ -5,14 +5,16 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "codec/key_digest.h"
 #include "select/method.h"
 
 namespace impress {
 
 class MemorySource final : public PrefixSource {
  public:
-  // keys and values [Hkv, P, d] of the one layer being selected (undefined: P = 0).
-  MemorySource(at::Tensor k, at::Tensor v, int64_t chunk_tokens);
+  // keys and values [Hkv, P, d] of the one layer being selected (undefined: P = 0);
+  // DigestKeys gives them through digests of `digest` bits.
+  MemorySource(at::Tensor k, at::Tensor v, int64_t chunk_tokens, DigestCodec digest = DigestCodec::kInt4);
   int64_t tokens() const override { return p_; }
   int64_t chunks() const override { return (p_ + c_ - 1) / c_; }
   at::Tensor ChunkOf(int layer) override;
@@ -27,6 +29,7 @@ class MemorySource final : public PrefixSource {
  private:
   at::Tensor k_, v_;
   int64_t p_, c_;
+  DigestCodec digest_;
 };
 
 }  // namespace impress

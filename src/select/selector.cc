@@ -11,7 +11,7 @@ namespace impress {
 
 SelectedPrefix SelectFromPrefix(const SelectorOptions& opt, const LayerQkv& qkv, const at::Tensor& pk,
                                 const at::Tensor& pv) {
-  MemorySource src(pk, pv, opt.chunk_tokens);
+  MemorySource src(pk, pv, opt.chunk_tokens, opt.digest.codec);
   StatusOr<SelectedPrefix> s = MakeSelectionMethod(opt)->Select(qkv, src, nullptr);
   IMPRESS_CHECK(s.ok());  // reads from memory do not fail
   return *std::move(s);
@@ -122,10 +122,12 @@ const std::vector<std::string>& DigestGroupsNames() {
 }
 
 nlohmann::ordered_json DigestJson(const DigestOptions& d) {
-  return {{"sink_tokens", d.sink_tokens}, {"recent_tokens", d.recent_tokens}, {"dense_layers", d.dense_layers},
-          {"window", d.window}, {"pool", d.pool},
-          {"score", DigestScoreNames()[static_cast<size_t>(d.score)]},
-          {"groups", DigestGroupsNames()[static_cast<size_t>(d.groups)]}};
+  nlohmann::ordered_json j = {{"sink_tokens", d.sink_tokens}, {"recent_tokens", d.recent_tokens},
+                              {"dense_layers", d.dense_layers}, {"window", d.window}, {"pool", d.pool},
+                              {"score", DigestScoreNames()[static_cast<size_t>(d.score)]},
+                              {"groups", DigestGroupsNames()[static_cast<size_t>(d.groups)]}};
+  if (d.codec != DigestCodec::kInt4) j["codec"] = NameOf(DigestCodecNames(), d.codec);  // records before it: int4
+  return j;
 }
 
 StatusOr<ItfUnit> ParseItfUnit(const std::string& name) {

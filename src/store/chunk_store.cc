@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/named.h"
 #include "store/crc32c.h"
 #include "store/manifest.h"
 
@@ -44,7 +45,15 @@ Status ChunkStore::CreateOrCheckManifest() {
     return Status::InvalidArgument(manifest + ": store was written for '" + have.fingerprint + "', not '" +
                                    opt_.fingerprint + "'");
   // A store that keeps digests serves callers that do not ask for them; the reverse is refused.
-  if (have.geometry.digests && !opt_.geometry.digests) opt_.geometry.digests = true;
+  if (have.geometry.digests && !opt_.geometry.digests) {
+    opt_.geometry.digests = true;
+    opt_.geometry.digest_codec = have.geometry.digest_codec;
+  }
+  if (have.geometry.digests && have.geometry.digest_codec != opt_.geometry.digest_codec)
+    return Status::InvalidArgument(dir_ + ": the store keeps " + NameOf(DigestCodecNames(), have.geometry.digest_codec) +
+                                   " chunk digests, not " + NameOf(DigestCodecNames(), opt_.geometry.digest_codec) +
+                                   ": --digest-codec " + NameOf(DigestCodecNames(), have.geometry.digest_codec) +
+                                   ", or a new --store folder");
   if (!have.geometry.digests && opt_.geometry.digests) {
     ChunkGeometry without = opt_.geometry;
     without.digests = false;

@@ -19,6 +19,8 @@ json GeometryJson(const ChunkGeometry& g) {
             {"head_dim", g.head_dim}, {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}};
   if (g.codec != KvCodec::kNone) j["codec"] = KvCodecName(g.codec);  // absent: the values themselves
   if (g.digests) j["digests"] = true;  // absent: no key digests
+  if (g.digests && g.digest_codec != DigestCodec::kInt4)
+    j["digest_codec"] = NameOf(DigestCodecNames(), g.digest_codec);  // absent: int4
   return j;
 }
 
@@ -66,6 +68,12 @@ StatusOr<StoreIdentity> ReadManifest(Env* env, const std::string& dir) {
       id.geometry.codec = *c;
     }
     if (g.contains("digests")) id.geometry.digests = g.at("digests").get<bool>();
+    if (g.contains("digest_codec")) {
+      StatusOr<DigestCodec> c = ParseNamed<DigestCodec>(DigestCodecNames(), g.at("digest_codec").get<std::string>(),
+                                                        "digest_codec", "codec");
+      if (!c.ok()) throw std::invalid_argument(c.status().message());
+      id.geometry.digest_codec = *c;
+    }
     id.fingerprint = j.at("fingerprint").get<std::string>();
   } catch (const std::exception& e) {
     return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
