@@ -31,10 +31,10 @@
 #include <thread>
 
 #include "common/status.h"
-#include "engine/prefix_store.h"
-#include "engine/request.h"
-#include "engine/stored_kv.h"
-#include "engine/systems.h"
+#include "kvstore/prefix_store.h"
+#include "request/request.h"
+#include "request/stored_kv.h"
+#include "request/systems.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "store/env.h"

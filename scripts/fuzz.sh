@@ -19,9 +19,9 @@ CXX=${FUZZ_CXX:-clang++}
 command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (Debian: apt-get install clang libclang-rt-14-dev)"; exit 1; }
 
 SRC=(src/model/config.cc src/model/safetensors.cc src/model/tokenizer.cc src/common/utf8.cc src/data/task.cc
-     src/store/chunk_layout.cc src/store/chunk_store.cc src/store/crc32c.cc src/store/env.cc src/store/log_format.cc
-     src/store/manifest.cc src/store/posix_env.cc src/common/thread_pool.cc src/engine/store_log.cc src/engine/compaction.cc
-     src/engine/store_repair.cc
+     src/store/chunk_layout.cc src/store/chunk_store.cc src/common/crc32c.cc src/store/env.cc src/store/log_format.cc
+     src/store/manifest.cc src/store/posix_env.cc src/common/thread_pool.cc src/kvstore/store_log.cc src/kvstore/compaction.cc
+     src/kvstore/store_repair.cc
      src/cache/radix_tree.cc)
 FLAGS=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Isrc -Itests/fuzz)
 mkdir -p "$BUILD/obj"

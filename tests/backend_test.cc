@@ -1,4 +1,4 @@
-// Backends below the caches (engine/chunk_backend.h) and the store's locking
+// Backends below the caches (kvstore/chunk_backend.h) and the store's locking
 // contract: the reorder plan against the paper's definition without a store;
 // a backend the engine knows only through the interface (an in-memory one
 // here) serves a prefix another store computed, with the same logits; and no
@@ -16,10 +16,10 @@
 #include <mutex>
 #include <set>
 
-#include "engine/chunk_backend.h"
-#include "engine/prefix_store.h"
-#include "engine/reorderer.h"
-#include "engine/request.h"
+#include "kvstore/chunk_backend.h"
+#include "kvstore/prefix_store.h"
+#include "kvstore/reorderer.h"
+#include "request/request.h"
 #include "model/model.h"
 #include "model_store_fixture.h"
 #include "store_peer.h"

@@ -10,7 +10,7 @@
 
 #include "cache/chunk_key.h"
 #include "cache/radix_tree.h"
-#include "engine/store_log.h"
+#include "kvstore/store_log.h"
 #include "store/chunk_store.h"
 #include "test_util.h"
 #include "cache/tiered_cache.h"

@@ -14,7 +14,7 @@
 #include <random>
 
 #include "common/json_get.h"
-#include "store/crc32c.h"
+#include "common/crc32c.h"
 #include "test_util.h"
 
 namespace impress {

@@ -1,4 +1,4 @@
-// The CUDA data path (engine/load_stream.h, docs/gpu.md) against the CPU
+// The CUDA data path (kvstore/load_stream.h, docs/gpu.md) against the CPU
 // path: every system, with read-ahead on and off, over a store whose caches
 // are a few chunks each, so that chunks are read from disk into pinned memory,
 // copied up into the GPU tier, demoted into the CPU tier and promoted again,
@@ -14,8 +14,8 @@
 
 #include <cstdlib>
 
-#include "engine/request.h"
-#include "engine/systems.h"
+#include "request/request.h"
+#include "request/systems.h"
 #include "model/model.h"
 #include "test_util.h"
 

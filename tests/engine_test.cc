@@ -1,7 +1,7 @@
 // Requests through the tiers: full reuse (as) equals recomputation at the
 // stored precision, a reopened store serves what was committed, and a corrupt
 // chunk is recomputed rather than served.
-#include "engine/request.h"
+#include "request/request.h"
 #include "select/selector.h"
 
 #include <ATen/ATen.h>

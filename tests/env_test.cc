@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/request.h"
+#include "request/request.h"
 #include "model_store_fixture.h"
 
 namespace impress {

@@ -1,9 +1,9 @@
-// The device timeline's arithmetic (engine/load_stream.h), which the CUDA
+// The device timeline's arithmetic (kvstore/load_stream.h), which the CUDA
 // run's copy_hidden_share is made of: the load stream's busy spans against
 // the layers' compute intervals, on intervals written out by hand.
 #include <gtest/gtest.h>
 
-#include "engine/load_stream.h"
+#include "kvstore/load_stream.h"
 
 namespace impress {
 namespace {

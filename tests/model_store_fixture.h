@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/prefix_store.h"
+#include "kvstore/prefix_store.h"
 #include "model/model.h"
 #include "test_util.h"
 

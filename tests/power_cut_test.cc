@@ -14,10 +14,10 @@
 #include <random>
 #include <set>
 
-#include "engine/compaction.h"
-#include "engine/prefix_store.h"
-#include "engine/request.h"
-#include "engine/store_repair.h"
+#include "kvstore/compaction.h"
+#include "kvstore/prefix_store.h"
+#include "request/request.h"
+#include "kvstore/store_repair.h"
 #include "model_store_fixture.h"
 #include "power_cut_env.h"
 #include "store/manifest.h"

@@ -15,7 +15,7 @@
 #include "remote/redis_cluster.h"
 #include "remote/remote_store.h"
 #include "remote/resp_reader.h"
-#include "store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace impress {
 namespace {

@@ -4,7 +4,7 @@
 // their disk space back (online and by compaction) and their log records
 // (when the log doubles, and on open); requests stay exact while
 // the reorderer rewrites the nodes they read.
-#include "engine/prefix_store.h"
+#include "kvstore/prefix_store.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -18,11 +18,11 @@
 #include <thread>
 
 #include "cache/radix_tree.h"
-#include "engine/compaction.h"
-#include "engine/reorder_worker.h"
-#include "engine/store_log.h"
-#include "engine/store_repair.h"
-#include "engine/request.h"
+#include "kvstore/compaction.h"
+#include "kvstore/reorder_worker.h"
+#include "kvstore/store_log.h"
+#include "kvstore/store_repair.h"
+#include "request/request.h"
 #include "model/model.h"
 #include "model_store_fixture.h"
 #include "store_peer.h"

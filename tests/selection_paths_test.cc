@@ -8,7 +8,7 @@
 
 #include <map>
 
-#include "engine/request.h"
+#include "request/request.h"
 #include "model/model.h"
 #include "model_store_fixture.h"
 #include "select/importance.h"

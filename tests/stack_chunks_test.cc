@@ -3,7 +3,7 @@
 
 #include <ATen/ATen.h>
 
-#include "engine/stack_chunks.h"
+#include "kvstore/stack_chunks.h"
 
 namespace impress {
 namespace {

@@ -7,7 +7,7 @@ import struct
 
 
 def crc32c(data):
-    """CRC-32C (Castagnoli), as store/crc32c.h computes it."""
+    """CRC-32C (Castagnoli), as common/crc32c.h computes it."""
     crc = 0xFFFFFFFF
     for b in data:
         crc ^= b

@@ -2,7 +2,7 @@
 // disk), which its public interface does not hand out.
 #pragma once
 
-#include "engine/prefix_store.h"
+#include "kvstore/prefix_store.h"
 
 namespace impress {
 

@@ -9,7 +9,7 @@
 #include "codec/kv_codec.h"
 #include "data/task.h"
 #include "data/task_file.h"
-#include "engine/request.h"
+#include "request/request.h"
 #include "experiment/eval_tasks.h"
 #include "experiment/sweep.h"
 #include "model/model.h"

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "codec/kv_codec.h"
 #include "data/task.h"
-#include "engine/systems.h"
+#include "request/systems.h"
 #include "select/method.h"
 #include "experiment/figures.h"
 

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace impress {
 namespace {

@@ -1,5 +1,5 @@
 // Copies between host memory and the compute device on the CUDA data path's
-// terms (engine/load_stream.h): a copy up never makes the host wait, and a
+// terms (kvstore/load_stream.h): a copy up never makes the host wait, and a
 // read-back to the host is the one kind of host synchronisation, made only
 // where a caller names it (select/method.h, ReadBack). On the CPU both
 // return their argument: the CPU path is the one it was.

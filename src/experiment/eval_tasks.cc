@@ -7,7 +7,7 @@
 #include "data/retrieval.h"
 #include "data/task_file.h"
 #include "data/workload.h"
-#include "engine/request.h"
+#include "request/request.h"
 #include "eval/scorer.h"
 #include "model/model.h"
 #include "model/tokenizer.h"

@@ -17,7 +17,7 @@
 #include "common/status.h"
 #include "data/retrieval.h"
 #include "data/task.h"
-#include "engine/systems.h"
+#include "request/systems.h"
 
 namespace impress {
 

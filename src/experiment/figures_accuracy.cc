@@ -9,7 +9,7 @@
 #include "common/named.h"
 #include "data/task.h"
 #include "data/workload.h"
-#include "engine/systems.h"
+#include "request/systems.h"
 #include "experiment/figure_util.h"
 #include "experiment/head_analysis.h"
 #include "model/model.h"

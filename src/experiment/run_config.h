@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/retrieval.h"
-#include "engine/systems.h"
+#include "request/systems.h"
 
 namespace impress {
 

@@ -51,7 +51,7 @@ struct RemoteTally {
   nlohmann::ordered_json ToJson() const;
 };
 
-// Reordering over one system's run (engine/reorderer.h, ReorderWorker).
+// Reordering over one system's run (kvstore/reorderer.h, ReorderWorker).
 struct ReorderSection {
   int every_requests = 0;
   int64_t passes = 0, nodes_reordered = 0, chunks_written = 0, bytes_freed = 0, log_bytes_dropped = 0,
@@ -59,7 +59,7 @@ struct ReorderSection {
   int64_t mapping_bytes = 0, score_bytes = 0, history_bytes = 0, chunk_bytes = 0;
 };
 
-// CUDA: the read-aheads' device intervals (engine/load_stream.h).
+// CUDA: the read-aheads' device intervals (kvstore/load_stream.h).
 struct DeviceTimelineSection {
   struct Layer {
     double load_ms = 0, compute_ms = 0, wait_ms = 0;
@@ -68,7 +68,7 @@ struct DeviceTimelineSection {
   std::vector<Layer> per_layer_mean;
 };
 
-// A request's mean selection time in parts (engine/request.h, RequestTrace).
+// A request's mean selection time in parts (request/request.h, RequestTrace).
 struct SelectParts {
   double importance_ms = 0, decision_ms = 0, gather_ms = 0;
 };

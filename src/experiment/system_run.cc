@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/units.h"
-#include "engine/load_stream.h"
+#include "kvstore/load_stream.h"
 
 namespace impress {
 

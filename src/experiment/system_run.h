@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/prefix_store.h"
-#include "engine/reorderer.h"
-#include "engine/request.h"
+#include "kvstore/prefix_store.h"
+#include "kvstore/reorderer.h"
+#include "request/request.h"
 #include "experiment/run_result.h"
 
 namespace impress {
@@ -41,7 +41,7 @@ struct SystemRun {
   ReorderStats reordered;
   ReorderFootprint footprint;
   // CUDA: per layer, summed over requests, the read-ahead's device interval,
-  // the layer's compute and the compute stream's wait (engine/load_stream.h).
+  // the layer's compute and the compute stream's wait (kvstore/load_stream.h).
   std::vector<double> device_load, device_compute, device_wait;
   double device_busy = 0, device_hidden = 0;  // the load stream's busy ms, and of it, overlapping compute
   int64_t device_requests = 0;

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace impress {
 namespace {

@@ -28,12 +28,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codec/chunk_geometry.h"
 #include "codec/encoded_chunk.h"
 #include "common/pacer.h"
 #include "common/status.h"
 #include "remote/connector.h"
 #include "remote/content_key.h"
-#include "store/chunk_store.h"
 
 namespace impress {
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace impress {
 namespace {

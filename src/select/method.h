@@ -3,7 +3,7 @@
 // A SelectionMethod decides, per layer and from the new tokens' queries,
 // which prefix tokens each head attends to. It reads the prefix KV through a
 // PrefixSource: memory for `eval` (MemorySource), the tiered store for `run`
-// (engine/store_source.h). A method says up front which part of every chunk
+// (request/store_source.h). A method says up front which part of every chunk
 // it reads whatever the queries are (ReadAhead), so a source can read that
 // part before the queries exist; everything else it asks for on demand,
 // naming the positions it chose, so a chunked source reads only the chunks
@@ -13,7 +13,7 @@
 // Adding a method: one file implementing SelectionMethod with its maker
 // declared below, a kind in SelectorKind and its row in the method table
 // (SelectionMethods, method.cc), and a row in the system table
-// (engine/systems.cc). docs/design.md has the recipe.
+// (request/systems.cc). docs/design.md has the recipe.
 #pragma once
 
 #include <cstdint>
@@ -154,7 +154,7 @@ std::unique_ptr<SelectionMethod> MakeDigestMethod(const SelectorOptions& opt);
 // Shared steps of the methods.
 // What a selection ranks by, in host memory, where it decides. On CUDA this
 // is the layer's host synchronisation, the only one a selection makes
-// (engine/load_stream.h): everything it computes before stays on the
+// (kvstore/load_stream.h): everything it computes before stays on the
 // device, everything after is host arithmetic and indices copied up without
 // waiting. Told to `observer` on every device, so that the CPU path counts
 // the waits CUDA would have.

@@ -5,13 +5,12 @@
 #include <cstring>
 #include <memory>
 
-#include "codec/key_digest.h"
-#include "store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace impress {
 namespace {
 
-size_t RoundUp(size_t n) { return (n + kDirectAlign - 1) / kDirectAlign * kDirectAlign; }
+static_assert(kDirectAlign == kPartAlign, "a part is read alone with direct I/O");
 
 // Aligned heap buffer for direct I/O.
 struct AlignedBuffer {
@@ -35,18 +34,6 @@ void* ThreadBuffer(size_t len) {
 
 }  // namespace
 
-size_t ChunkGeometry::PartBytes(int part, KvCodec c) const {
-  if (part == 3) return digests ? ::impress::DigestBytes(digest_codec, chunk_tokens, kv_heads, head_dim) : 0;
-  const int heads = part == 2 ? probe_kv_heads : kv_heads;
-  if (c == KvCodec::kNone) return size_t(chunk_tokens) * heads * head_dim * elem_bytes;
-  return EncodedBytes(c, part == 1 ? KvRole::kValues : KvRole::kKeys, chunk_tokens, heads, head_dim);
-}
-
-size_t ChunkGeometry::MaxPartBytes(int part) const {
-  return std::max(PartBytes(part, codec), PartBytes(part, ChunkCodec(codec, 0)));  // a prefix's first chunk may differ
-}
-
-size_t ChunkGeometry::PartStride(int part, KvCodec c) const { return RoundUp(PartBytes(part, c)); }
 
 StatusOr<size_t> ReadChunkParts(File* file, const ChunkGeometry& g, const ChunkLocation& loc, uint8_t parts,
                                 void* const dst[kChunkParts], const std::string& what) {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "common/named.h"
-#include "store/crc32c.h"
+#include "common/crc32c.h"
 #include "store/manifest.h"
 
 namespace impress {

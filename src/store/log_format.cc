@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_get.h"
-#include "store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace impress {
 namespace {

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "cache/radix_tree.h"
-#include "engine/compaction.h"
-#include "engine/store_log.h"
-#include "engine/store_repair.h"
+#include "kvstore/compaction.h"
+#include "kvstore/store_log.h"
+#include "kvstore/store_repair.h"
 #include "fuzz_input.h"
 #include "store/chunk_store.h"
 
