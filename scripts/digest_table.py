@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The digest system's tables, printed from their result files.
 
-  digest_table.py retention DIGEST_DIR [REF_DIR]
-      Retrieval accuracy against retention: digest (DIGEST_DIR/rR/digest)
+  digest_table.py retention DIGEST_DIR [REF_DIR [STEM]]
+      Retrieval accuracy against retention: digest (DIGEST_DIR/rR/STEM, STEM
+      digest unless given: digest-int8 for --digest-codec int8)
       beside recomp, pooled H2O (h2o-lru-p7) and IMPRESS (impress-itf-token)
       from REF_DIR (default results/retrieval; recomp from its r25/), each
       paired against digest on the same 400 questions (scripts/paired_test.py:
@@ -45,12 +46,12 @@ def fmt_p(p):
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def retention(digest_dir, ref_dir="results/retrieval"):
+def retention(digest_dir, ref_dir="results/retrieval", stem="digest"):
     recomp = f"{ref_dir}/r25/recomp"
     print("| retention | digest acc | digest kept | recomp | digest - recomp [95%], p | h2o-lru-p7 | digest - h2o-lru-p7 [95%], p | impress-itf | digest - impress-itf [95%], p |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name, r in RETENTIONS:
-        dg = f"{digest_dir}/{name}/digest"
+        dg = f"{digest_dir}/{name}/{stem}"
         if not os.path.exists(dg + ".json"):
             continue
         d = result(dg + ".json")

@@ -69,8 +69,8 @@ void AddDigestFlags(CLI::App* cmd, DigestOptions* d) {
   AddNamedOption(cmd, "--digest-groups", DigestGroupsNames(), &d->groups,
                  "digest: the layer's chunk order from the KV groups' scores: rank (each group's best first) or sum");
   AddNamedOption(cmd, "--digest-codec", DigestCodecNames(), &d->codec,
-                 "digest: bits a chunk digest keeps per key value: int4 or int8 (twice the bytes, ranks as the keys "
-                 "do); a store keeps one codec's digests");
+                 "digest: bits a chunk digest keeps per key value: int8 (ranks as the keys do) or int4 (half the "
+                 "bytes); a store keeps one codec's digests");
 }
 
 }  // namespace

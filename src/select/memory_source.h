@@ -14,7 +14,7 @@ class MemorySource final : public PrefixSource {
  public:
   // keys and values [Hkv, P, d] of the one layer being selected (undefined: P = 0);
   // DigestKeys gives them through digests of `digest` bits.
-  MemorySource(at::Tensor k, at::Tensor v, int64_t chunk_tokens, DigestCodec digest = DigestCodec::kInt4);
+  MemorySource(at::Tensor k, at::Tensor v, int64_t chunk_tokens, DigestCodec digest);
   int64_t tokens() const override { return p_; }
   int64_t chunks() const override { return (p_ + c_ - 1) / c_; }
   at::Tensor ChunkOf(int layer) override;

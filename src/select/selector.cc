@@ -126,7 +126,7 @@ nlohmann::ordered_json DigestJson(const DigestOptions& d) {
                               {"dense_layers", d.dense_layers}, {"window", d.window}, {"pool", d.pool},
                               {"score", DigestScoreNames()[static_cast<size_t>(d.score)]},
                               {"groups", DigestGroupsNames()[static_cast<size_t>(d.groups)]}};
-  if (d.codec != DigestCodec::kInt4) j["codec"] = NameOf(DigestCodecNames(), d.codec);  // records before it: int4
+  if (d.codec != DigestCodec::kInt4) j["codec"] = NameOf(DigestCodecNames(), d.codec);  // records without it: int4
   return j;
 }
 

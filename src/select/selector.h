@@ -44,12 +44,12 @@ struct DigestOptions {
   int64_t pool = 1;            // > 1 (odd): each token's score the max over `pool` neighbouring positions
   DigestScore score = DigestScore::kRowMax;
   DigestGroups groups = DigestGroups::kRank;
-  DigestCodec codec = DigestCodec::kInt4;  // the digests' bits (a store keeps one codec's)
+  DigestCodec codec = DigestCodec::kInt8;  // the digests' bits (a store keeps one codec's)
 };
 const std::vector<std::string>& DigestScoreNames();   // "keys", "bound": indexed by DigestScore
 const std::vector<std::string>& DigestGroupsNames();  // "rank", "sum": indexed by DigestGroups
 // {"sink_tokens", "recent_tokens", "dense_layers", "window", "pool", "score", "groups"} and "codec" when not
-// int4: what runs and evals record.
+// int4 (records without it were made with int4 digests): what runs and evals record.
 nlohmann::ordered_json DigestJson(const DigestOptions& d);
 
 struct SelectorOptions {
