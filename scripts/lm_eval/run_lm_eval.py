@@ -2,26 +2,25 @@
 """Run lm-evaluation-harness (HF backend) on the local dataset files.
 
 Task configs are lm-eval's own templates for piqa, rte, copa and openbookqa
-(see docs/data.md), pointed at data/<task>/*.jsonl instead of the hub.
+(see docs/data.md), pointed at the split files instead of the hub: which
+tasks there are and their files come from the task table (`impress list
+tasks --json`, --impress), the templates from lm-eval.
 Writes OUT.json: {"tasks": {task: {"acc", "acc_norm", "n", "docs": [{"doc_id",
 "ll": [per-choice log-likelihood], "pred", "gold"}]}}}.
 """
 import argparse
 import json
 import os
+import subprocess
 import tempfile
 
 TEMPLATES = {
-    "piqa": dict(train="piqa/train.jsonl", eval="piqa/validation.jsonl", split="validation",
-                 text='"Question: {{goal}}\\nAnswer:"', target="label", choice='"{{[sol1, sol2]}}"', norm=True),
-    "rte": dict(train="rte/train.jsonl", eval="rte/validation.jsonl", split="validation",
-                text='"{{sentence1}}\\nQuestion: {{sentence2}} True or False?\\nAnswer:"', target="label",
+    "piqa": dict(text='"Question: {{goal}}\\nAnswer:"', target="label", choice='"{{[sol1, sol2]}}"', norm=True),
+    "rte": dict(text='"{{sentence1}}\\nQuestion: {{sentence2}} True or False?\\nAnswer:"', target="label",
                 choice="['True', 'False']", norm=False),
-    "copa": dict(train="copa/train.jsonl", eval="copa/validation.jsonl", split="validation",
-                 text="!function utils.doc_to_text", target="!function utils.doc_to_target",
+    "copa": dict(text="!function utils.doc_to_text", target="!function utils.doc_to_target",
                  choice="!function utils.doc_to_choice", norm=False),
-    "openbookqa": dict(train="openbookqa/train.jsonl", eval="openbookqa/test.jsonl", split="test",
-                       text="question_stem", target='"{{choices.label.index(answerKey.lstrip())}}"',
+    "openbookqa": dict(text="question_stem", target='"{{choices.label.index(answerKey.lstrip())}}"',
                        choice='"{{choices.text}}"', norm=True),
 }
 
@@ -46,10 +45,21 @@ def doc_to_choice(doc):
 '''
 
 
-def write_tasks(task_dir, data_dir):
+def task_table(impress):
+    """{name: row} of the multiple-choice tasks in impress's task table."""
+    out = subprocess.run([impress, "list", "tasks", "--json"], check=True, capture_output=True, text=True).stdout
+    rows = {t["name"]: t for t in json.loads(out)["tasks"] if t["kind"] == "multiple choice"}
+    missing = sorted(set(rows) - set(TEMPLATES))
+    if missing:
+        raise SystemExit(f"run_lm_eval: no lm-eval template here for {', '.join(missing)} (TEMPLATES)")
+    return rows
+
+
+def write_tasks(task_dir, data_dir, table):
     with open(os.path.join(task_dir, "utils.py"), "w") as f:
         f.write(COPA_UTILS)
-    for name, t in TEMPLATES.items():
+    for name, row in table.items():
+        t = dict(TEMPLATES[name], train=row["shots_file"], eval=row["scored_file"], split=row["scored_split"])
         metrics = "  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n"
         if t["norm"]:
             metrics += "  - metric: acc_norm\n    aggregation: mean\n    higher_is_better: true\n"
@@ -77,7 +87,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", required=True)
     ap.add_argument("--data", default="data")
-    ap.add_argument("--tasks", default="piqa,rte,copa,openbookqa")
+    ap.add_argument("--impress", default="build/impress", help="the impress binary whose task table names the tasks")
+    ap.add_argument("--tasks", default=None, help="comma-separated (default: every multiple-choice task)")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--shots", type=int, default=0)
     ap.add_argument("--batch-size", type=int, default=16)
@@ -91,9 +102,10 @@ def main():
         raise SystemExit("run_lm_eval: lm_eval is not installed: pip install lm_eval==0.4.9.1")
 
     with tempfile.TemporaryDirectory() as task_dir:
-        write_tasks(task_dir, os.path.abspath(args.data))
+        table = task_table(args.impress)
+        write_tasks(task_dir, os.path.abspath(args.data), table)
         tm = TaskManager(include_path=task_dir)
-        names = [f"{t}_local" for t in args.tasks.split(",")]
+        names = [f"{t}_local" for t in (args.tasks.split(",") if args.tasks else table)]
         res = lm_eval.simple_evaluate(
             model="hf", model_args=f"pretrained={os.path.abspath(args.model)},dtype=float32",
             tasks=names, num_fewshot=args.shots, batch_size=args.batch_size, device="cpu", limit=args.limit,

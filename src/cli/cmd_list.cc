@@ -35,11 +35,17 @@ ojson SystemsJson(bool paper_only) {
 
 ojson TasksJson() {
   ojson a = ojson::array();
-  for (const TaskSpec& t : Tasks())
-    a.push_back({{"name", t.name}, {"kind", "multiple choice"}, {"shots_from", t.train_split},
-                 {"scored_split", t.eval_split}, {"acc_norm", t.reports_acc_norm}});
-  a.push_back({{"name", kRetrievalTask}, {"kind", "generated"}, {"shots_from", nullptr}, {"scored_split", nullptr},
-               {"acc_norm", false}});
+  for (const TaskSpec& t : Tasks()) {
+    // Split files relative to --data (SplitPath's); null for a generated task.
+    auto file = [&t](const char* split) -> ojson {
+      return split == nullptr ? ojson(nullptr) : ojson(std::string(t.name) + "/" + split + ".jsonl");
+    };
+    a.push_back({{"name", t.name}, {"kind", t.choice() ? "multiple choice" : "generated"},
+                 {"shots_from", t.train_split ? ojson(t.train_split) : ojson(nullptr)},
+                 {"scored_split", t.eval_split ? ojson(t.eval_split) : ojson(nullptr)},
+                 {"acc_norm", t.reports_acc_norm}, {"shots_file", file(t.train_split)},
+                 {"scored_file", file(t.eval_split)}});
+  }
   return a;
 }
 

@@ -1,7 +1,6 @@
 #include "data/task.h"
 
 #include <fstream>
-#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -37,9 +36,8 @@ class Fields {
   const json& j_;
 };
 
-using Converter = std::function<StatusOr<Doc>(const Fields&)>;
-
-StatusOr<Doc> Piqa(const Fields& f) {
+StatusOr<Doc> Piqa(const json& line) {
+  const Fields f(line);
   Doc d;
   ASSIGN_OR_RETURN(std::string goal, f.Str("goal"));
   ASSIGN_OR_RETURN(std::string sol1, f.Str("sol1"));
@@ -50,7 +48,8 @@ StatusOr<Doc> Piqa(const Fields& f) {
   return d;
 }
 
-StatusOr<Doc> Rte(const Fields& f) {
+StatusOr<Doc> Rte(const json& line) {
+  const Fields f(line);
   Doc d;
   ASSIGN_OR_RETURN(std::string s1, f.Str("sentence1"));
   ASSIGN_OR_RETURN(std::string s2, f.Str("sentence2"));
@@ -74,7 +73,8 @@ std::string LowerFirst(std::string c) {
   return c;
 }
 
-StatusOr<Doc> Copa(const Fields& f) {
+StatusOr<Doc> Copa(const json& line) {
+  const Fields f(line);
   Doc d;
   ASSIGN_OR_RETURN(std::string premise, f.Str("premise"));
   ASSIGN_OR_RETURN(std::string c1, f.Str("choice1"));
@@ -93,7 +93,8 @@ StatusOr<Doc> Copa(const Fields& f) {
   return d;
 }
 
-StatusOr<Doc> OpenBookQa(const Fields& f) {
+StatusOr<Doc> OpenBookQa(const json& line) {
+  const Fields f(line);
   Doc d;
   ASSIGN_OR_RETURN(d.text, f.Str("question_stem"));
   ASSIGN_OR_RETURN(std::string key, f.Str("answerKey"));
@@ -115,38 +116,34 @@ StatusOr<Doc> OpenBookQa(const Fields& f) {
   return d;
 }
 
-const Converter& ConverterFor(const std::string& task) {
-  static const std::map<std::string, Converter> kConverters = {
-      {"piqa", Piqa}, {"rte", Rte}, {"copa", Copa}, {"openbookqa", OpenBookQa}};
-  return kConverters.at(task);
-}
-
 }  // namespace
 
 const std::vector<TaskSpec>& Tasks() {
   static const std::vector<TaskSpec> kTasks = {
-      {"piqa", "train", "validation", true},
-      {"rte", "train", "validation", false},
-      {"copa", "train", "validation", false},
-      {"openbookqa", "train", "test", true},
+      {"piqa", TaskKind::kChoice, "train", "validation", true, Piqa},
+      {"rte", TaskKind::kChoice, "train", "validation", false, Rte},
+      {"copa", TaskKind::kChoice, "train", "validation", false, Copa},
+      {"openbookqa", TaskKind::kChoice, "train", "test", true, OpenBookQa},
+      {kRetrievalTask, TaskKind::kGenerated, nullptr, nullptr, false, nullptr},
   };
   return kTasks;
 }
 
 std::vector<std::string> BenchmarkTaskNames() {
   std::vector<std::string> names;
-  for (const auto& t : Tasks()) names.push_back(t.name);
+  for (const auto& t : Tasks())
+    if (t.choice()) names.push_back(t.name);
   return names;
 }
 
 std::vector<std::string> TaskNames() {
-  std::vector<std::string> names = BenchmarkTaskNames();
-  names.push_back(kRetrievalTask);
+  std::vector<std::string> names;
+  for (const auto& t : Tasks()) names.push_back(t.name);
   return names;
 }
 
 Status CheckTaskName(const std::string& name, bool all_allowed) {
-  if (FindTask(name) != nullptr || name == kRetrievalTask) return Status::OK();
+  if (FindTask(name) != nullptr) return Status::OK();
   return Status::InvalidArgument("--task: unknown task '" + name + "' (" + JoinNames(TaskNames()) +
                                  (all_allowed ? ", all)" : ")"));
 }
@@ -162,10 +159,10 @@ std::string SplitPath(const std::string& data_dir, const TaskSpec& task, const s
 }
 
 StatusOr<std::vector<Doc>> LoadSplit(const TaskSpec& task, const std::string& path) {
-  const Converter& convert = ConverterFor(task.name);
+  if (!task.choice()) return Status::InvalidArgument(path + ": task '" + task.name + "' reads no split files");
   std::vector<Doc> docs;
   RETURN_IF_ERROR(ForEachJsonLine(path, " (missing split? run 'make data')", [&](const json& j, int) -> Status {
-    ASSIGN_OR_RETURN(Doc doc, convert(Fields(j)));
+    ASSIGN_OR_RETURN(Doc doc, task.read(j));
     docs.push_back(std::move(doc));
     return Status::OK();
   }));

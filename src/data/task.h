@@ -2,8 +2,11 @@
 // loaders for their JSONL splits and the prompt pieces lm-eval builds.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/status.h"
 
@@ -16,22 +19,34 @@ struct Doc {
   int gold = 0;                      // index of the correct choice
 };
 
+// A multiple-choice task reads its documents from split files; a generated
+// one (the retrieval task of data/retrieval.h) builds them in memory.
+enum class TaskKind : uint8_t { kChoice, kGenerated };
+
+// One JSONL line (the Hugging Face field names) into a document; errors say
+// which field and what is wrong.
+using DocReader = StatusOr<Doc> (*)(const nlohmann::json& line);
+
 struct TaskSpec {
-  const char* name;        // "piqa", "rte", "copa", "openbookqa"
-  const char* train_split; // few-shot pool
-  const char* eval_split;  // the split lm-eval scores
-  bool reports_acc_norm;   // lm-eval's task config lists acc_norm
+  const char* name;         // "piqa", "rte", "copa", "openbookqa", "retrieval"
+  TaskKind kind;
+  const char* train_split;  // few-shot pool (kChoice; null otherwise)
+  const char* eval_split;   // the split lm-eval scores (kChoice; null otherwise)
+  bool reports_acc_norm;    // lm-eval's task config lists acc_norm
+  DocReader read;           // (kChoice; null otherwise)
+  bool choice() const { return kind == TaskKind::kChoice; }
 };
 
-// The registered tasks, in the order tables print them.
+// The task table, in the order tables print them: the four benchmark tasks,
+// then the retrieval task. `impress list tasks` prints it; scripts read it there.
 const std::vector<TaskSpec>& Tasks();
 // nullptr when `name` is not a task.
 const TaskSpec* FindTask(const std::string& name);
 // The generated task of data/retrieval.h: haystacks built in memory, no split files.
 inline constexpr char kRetrievalTask[] = "retrieval";
-// The four benchmark tasks' names, in Tasks()'s order (the multi-task commands' default).
+// The multiple-choice tasks' names, in Tasks()'s order (the multi-task commands' default).
 std::vector<std::string> BenchmarkTaskNames();
-// Every task `eval` runs: the benchmark tasks, then the retrieval task.
+// Every task `eval` runs, in Tasks()'s order.
 std::vector<std::string> TaskNames();
 // OK when `name` is one of TaskNames(); else "--task: unknown task '<name>'
 // (<TaskNames>[, all])", the list ending in `all` where the caller takes it.
@@ -39,7 +54,8 @@ Status CheckTaskName(const std::string& name, bool all_allowed);
 
 // Reads `path` (one JSON object per line, the Hugging Face field names) into
 // documents. Errors name the file and line: invalid UTF-8 or JSON, a missing
-// field, a field of the wrong type, an empty file.
+// field, a field of the wrong type, an empty file; a task that reads no split
+// files (generated) is refused.
 StatusOr<std::vector<Doc>> LoadSplit(const TaskSpec& task, const std::string& path);
 // data_dir/<task>/<split>.jsonl
 std::string SplitPath(const std::string& data_dir, const TaskSpec& task, const std::string& split);

@@ -213,7 +213,7 @@ StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalCon
   std::vector<const TaskSpec*> tasks;
   for (const std::string& name : c.tasks) {
     RETURN_IF_ERROR(CheckTaskName(name, true));
-    tasks.push_back(FindTask(name));  // nullptr: retrieval
+    tasks.push_back(FindTask(name));
   }
   // Reordering and cache policy change where KV lives, not which tokens are chosen.
   ASSIGN_OR_RETURN(const System system, ParseSystem(c.system, c.select));
@@ -232,7 +232,7 @@ StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalCon
     return out;
   }
   for (const TaskSpec* t : tasks) {
-    ASSIGN_OR_RETURN(TaskEval r, t == nullptr ? EvalRetrieval(c, tok, scorer) : EvalTask(c, *t, tok, scorer));
+    ASSIGN_OR_RETURN(TaskEval r, t->choice() ? EvalTask(c, *t, tok, scorer) : EvalRetrieval(c, tok, scorer));
     out.results.push_back(std::move(r));
   }
   return out;

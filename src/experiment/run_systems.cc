@@ -179,7 +179,7 @@ StatusOr<Workload> LoadWorkload(const Model& m, const Tokenizer& tok, const Task
   const int64_t tokens = std::min<int64_t>(o.prefix_tokens, m.config().max_positions - 256);
   if (!o.task_file.empty()) {
     ASSIGN_OR_RETURN(w, LoadTaskFileWorkload(m, tok, o));
-  } else if (task == nullptr) {
+  } else if (!task->choice()) {
     ASSIGN_OR_RETURN(w, LoadRetrievalWorkload(tok, o, tokens));
   } else {
     ASSIGN_OR_RETURN(std::vector<Doc> train, LoadSplit(*task, SplitPath(o.data, *task, task->train_split)));
@@ -328,7 +328,7 @@ std::string MemoKey(const RunConfig& o, const System& s) {
 
 StatusOr<RunResults> RunSystems(Model& m, const Tokenizer& tok, const RunConfig& o, RunMemo* memo) {
   if (o.task_file.empty()) RETURN_IF_ERROR(CheckTaskName(o.task, false));
-  const TaskSpec* task = o.task_file.empty() ? FindTask(o.task) : nullptr;  // nullptr: retrieval or a task file
+  const TaskSpec* task = o.task_file.empty() ? FindTask(o.task) : nullptr;  // nullptr: a task file
   ASSIGN_OR_RETURN(std::vector<System> systems, ParseSystems(o));
   if (!o.remote.empty()) memo = nullptr;
   std::optional<Workload> w;  // loaded for the first system that runs here
