@@ -19,6 +19,7 @@ for t in rte copa openbookqa piqa; do
   echo "== $t digest" >&2
   "$build/impress" eval --model "$model" --task "$t" --shots "${shots[$t]}" --limit "${limit[$t]}" --system digest \
     --retention "$r" --json "$f.json" --samples "$f.samples.jsonl" | grep "^| $t" || true
+  python3 "$here/strip_contexts.py" "$f.samples.jsonl"  # the prompts come again from the data and the shots
 done
 python3 - "$here" "$out" "$ref" "$r" "$build" <<'PY' > "$out/paired.md"
 import json, sys
