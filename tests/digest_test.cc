@@ -21,10 +21,15 @@ namespace {
 
 using testing::TempDir;
 
-TEST(DigestTest, HoldsEachChannelsMinAndMaxAndEveryKeyWithinHalfAStep) {
+// Keys [c, h, d] in fp16 with an offset and a spread, the same on every call.
+at::Tensor SeededKeys(int64_t c, int64_t h, int64_t d) {
   at::manual_seed(7);
+  return (at::randn({c, h, d}) * 3 + 1).to(at::kHalf);
+}
+
+TEST(DigestTest, HoldsEachChannelsMinAndMaxAndEveryKeyWithinHalfAStep) {
   const int64_t c = 64, h = 3, d = 64;
-  const at::Tensor keys = (at::randn({c, h, d}) * 3 + 1).to(at::kHalf);
+  const at::Tensor keys = SeededKeys(c, h, d);
   const at::Tensor digest = EncodeDigest(DigestCodec::kInt4, keys);
   ASSERT_EQ(static_cast<size_t>(digest.numel()), DigestBytes(DigestCodec::kInt4, c, h, d));
   const at::Tensor got = DecodeDigest(DigestCodec::kInt4, digest, c, h, d).to(at::kFloat), want = keys.to(at::kFloat);
@@ -40,9 +45,8 @@ TEST(DigestTest, HoldsEachChannelsMinAndMaxAndEveryKeyWithinHalfAStep) {
 // The int8 digest is the int8 key codec: each (token, head) at 8 bits
 // between -absmax and absmax, so every key within half of absmax / 127.
 TEST(DigestTest, AnInt8DigestHoldsEveryKeyWithinHalfAStepOfItsRow) {
-  at::manual_seed(7);
   const int64_t c = 64, h = 3, d = 64;
-  const at::Tensor keys = (at::randn({c, h, d}) * 3 + 1).to(at::kHalf);
+  const at::Tensor keys = SeededKeys(c, h, d);
   const at::Tensor digest = EncodeDigest(DigestCodec::kInt8, keys);
   ASSERT_EQ(static_cast<size_t>(digest.numel()), DigestBytes(DigestCodec::kInt8, c, h, d));
   EXPECT_GT(DigestBytes(DigestCodec::kInt8, c, h, d), DigestBytes(DigestCodec::kInt4, c, h, d));
@@ -62,7 +66,7 @@ TEST(DigestTest, AnInt8DigestHoldsEveryKeyWithinHalfAStepOfItsRow) {
 TEST(DigestTest, ThePrefixRoundTripIsChunkByChunk) {
   at::manual_seed(3);
   const at::Tensor k = at::randn({2, 100, 32});  // [Hkv, P, d]; the last chunk is short
-  const at::Tensor got = DigestRoundTrip(k, 32);
+  const at::Tensor got = DigestRoundTrip(k, 32, DigestCodec::kInt4);
   for (int64_t s = 0; s < 100; s += 32) {
     const int64_t n = std::min<int64_t>(32, 100 - s);
     const at::Tensor part = k.narrow(1, s, n).transpose(0, 1).contiguous();
@@ -86,7 +90,7 @@ TEST(DigestTest, APlantedKeyRanksItsChunkFirst) {
   keys[1][at_pos] = dir / dir.norm() * 12;
   const at::Tensor new_k = at::randn({hkv, t, d});
   const at::Tensor chunk_of = at::arange(p, at::kLong).div(c, "floor");
-  const at::Tensor dk = DigestRoundTrip(keys, c);
+  const at::Tensor dk = DigestRoundTrip(keys, c, DigestCodec::kInt4);
   for (DigestScore how : {DigestScore::kKeys, DigestScore::kBound, DigestScore::kRowMax}) {
     const at::Tensor scores = DigestChunkScores(q, dk, new_k, 0.18f, 0, chunk_of, p / c, how);
     ASSERT_EQ(scores.sizes(), (std::vector<int64_t>{hkv, p / c}));
@@ -163,8 +167,7 @@ TEST(DigestTest, KeepsWholeChunksTheSinksAndTheRecentFirst) {
 StoreOptions DigestStore(bool digests, DigestCodec codec = DigestCodec::kInt4) {
   StoreOptions o;
   o.geometry = ChunkGeometry{16, 2, 2, 32, 1, 2};
-  o.geometry.digests = digests;
-  o.geometry.digest_codec = codec;
+  if (digests) o.geometry.digests = codec;
   o.fingerprint = "test-model/float16/c16";
   return o;
 }
@@ -176,7 +179,7 @@ EncodedChunk KeysChunk(const ChunkGeometry& g, uint64_t id, int layer) {
   e.bytes = {k.view(at::kByte).flatten(), at::randn({g.chunk_tokens, g.kv_heads, g.head_dim}).to(at::kHalf).view(at::kByte).flatten(),
              k.narrow(1, 0, g.probe_kv_heads).contiguous().view(at::kByte).flatten()};
   e.decoded = {k, {}, {}};
-  if (g.digests) e.digest = EncodeDigest(g.digest_codec, k);
+  if (g.digests) e.digest = EncodeDigest(*g.digests, k);
   return e;
 }
 
@@ -249,7 +252,7 @@ TEST(DigestTest, AStoreKeepsItsDigestCodecAndRefusesTheOther) {
   {
     auto s = ChunkStore::Open(dir.path(), DigestStore(false), nullptr);
     ASSERT_TRUE(s.ok()) << s.status().message();
-    EXPECT_EQ((*s)->geometry().digest_codec, DigestCodec::kInt8);
+    EXPECT_EQ((*s)->geometry().digests, DigestCodec::kInt8);
     for (const EncodedChunk& e : w) EXPECT_TRUE((*s)->Digest(e.chunk_id, e.layer).equal(e.digest));
   }
   auto s = ChunkStore::Open(dir.path(), DigestStore(true, DigestCodec::kInt4), nullptr);

@@ -97,7 +97,7 @@ class ReuseTest : public testing::ModelStoreTest {
     PrefixStoreOptions o = Options(dir.path());
     o.tiers = TiersOver(GpuCpuLevels(0, 0));
     o.policy = store_policy_;
-    o.digests = store_digests_;
+    if (store_digests_) o.digests = DigestOptions().codec;
     auto store = PrefixStore::Open(*model_, o);
     EXPECT_TRUE(store.ok()) << store.status().message();
     std::vector<int32_t> prefix = Tokens(160, 4), ctx = prefix;

@@ -58,7 +58,7 @@ TEST_P(SelectionPathsTest, StoreAndMemoryChooseTheSameTokens) {
   PrefixStoreOptions o = Options(dir.path());
   o.kv_dtype = "float32";  // the memory path holds fp32 KV
   o.probe_layout = ProbeLayout::kSpread;  // copies the probe keys of either layout
-  o.digests = true;                        // and keeps the digest system's digests
+  o.digests = DigestOptions().codec;       // and keeps the digest system's digests, as its selection reads them
   auto store = PrefixStore::Open(*model_, o);
   ASSERT_TRUE(store.ok()) << store.status().message();
   std::vector<int32_t> prefix = Tokens(p, 4), ctx = prefix, rest = Tokens(12, 77);

@@ -36,13 +36,11 @@ ojson SystemsJson(bool paper_only) {
 ojson TasksJson() {
   ojson a = ojson::array();
   for (const TaskSpec& t : Tasks()) {
-    // Split files relative to --data (SplitPath's); null for a generated task.
-    auto file = [&t](const char* split) -> ojson {
-      return split == nullptr ? ojson(nullptr) : ojson(std::string(t.name) + "/" + split + ".jsonl");
-    };
+    // A split's name and its file relative to --data; null for a generated task.
+    auto split = [](const char* s) { return s == nullptr ? ojson(nullptr) : ojson(s); };
+    auto file = [&t](const char* s) { return s == nullptr ? ojson(nullptr) : ojson(SplitFile(t, s)); };
     a.push_back({{"name", t.name}, {"kind", t.choice() ? "multiple choice" : "generated"},
-                 {"shots_from", t.train_split ? ojson(t.train_split) : ojson(nullptr)},
-                 {"scored_split", t.eval_split ? ojson(t.eval_split) : ojson(nullptr)},
+                 {"shots_from", split(t.train_split)}, {"scored_split", split(t.eval_split)},
                  {"acc_norm", t.reports_acc_norm}, {"shots_file", file(t.train_split)},
                  {"scored_file", file(t.eval_split)}});
   }

@@ -27,13 +27,10 @@ struct ChunkGeometry {
   // quantized. A chunk may be stored with another codec than the store's
   // (int4 stores keep a prefix's first chunk at int8): ChunkLocation says.
   KvCodec codec = KvCodec::kNone;
-  // Whether each (chunk, layer) also stores its keys' digest
-  // (codec/key_digest.h) as part 3, whatever the codec; without, part 3 has no bytes.
-  bool digests = false;
-  DigestCodec digest_codec = DigestCodec::kInt4;  // the digests' bits (digests only)
+  // The codec of the keys' digest (codec/key_digest.h) each (chunk, layer)
+  // also stores as part 3, whatever `codec` is; none: part 3 has no bytes.
+  std::optional<DigestCodec> digests;
 
-  // The codec of the digests this store keeps; nullopt when it keeps none.
-  std::optional<DigestCodec> Digests() const { return digests ? std::optional<DigestCodec>(digest_codec) : std::nullopt; }
   // Bytes of part 0 (keys), 1 (values), 2 (probe keys) or 3 (digest) stored with `c`.
   size_t PartBytes(int part, KvCodec c) const;
   size_t KeyBytes() const { return PartBytes(0, codec); }

@@ -154,8 +154,12 @@ const TaskSpec* FindTask(const std::string& name) {
   return nullptr;
 }
 
+std::string SplitFile(const TaskSpec& task, const std::string& split) {
+  return std::string(task.name) + "/" + split + ".jsonl";
+}
+
 std::string SplitPath(const std::string& data_dir, const TaskSpec& task, const std::string& split) {
-  return data_dir + "/" + task.name + "/" + split + ".jsonl";
+  return data_dir + "/" + SplitFile(task, split);
 }
 
 StatusOr<std::vector<Doc>> LoadSplit(const TaskSpec& task, const std::string& path) {

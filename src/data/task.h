@@ -57,7 +57,9 @@ Status CheckTaskName(const std::string& name, bool all_allowed);
 // field, a field of the wrong type, an empty file; a task that reads no split
 // files (generated) is refused.
 StatusOr<std::vector<Doc>> LoadSplit(const TaskSpec& task, const std::string& path);
-// data_dir/<task>/<split>.jsonl
+// <task>/<split>.jsonl, relative to the data directory.
+std::string SplitFile(const TaskSpec& task, const std::string& split);
+// data_dir/SplitFile(task, split)
 std::string SplitPath(const std::string& data_dir, const TaskSpec& task, const std::string& split);
 
 // A few-shot example as lm-eval writes it: text + " " + gold choice.

@@ -218,8 +218,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   so.probe_layout = system.select.probe_layout;
   so.stored_copies = false;  // every system starts from the pool in token order
   // One store serves the run's systems: it keeps digests from the start when any of them scores by them.
-  so.digests = AnyReadsDigests(o.systems);
-  so.digest_codec = o.select.digest.codec;
+  if (AnyReadsDigests(o.systems)) so.digests = o.select.digest.codec;
   if (remote != nullptr) so.tiers.push_back(BackendTier(Tier::kRemote, RemoteBackendFactory(remote)));
   run->policy = PolicyName(system.policy);
   run->fill.emplace();

@@ -24,7 +24,7 @@ void EncodeStoredChunks(const ChunkGeometry& g, at::ScalarType kv_type, const De
   at::Tensor k = kv.keys(l).narrow(1, first * c - kv_offset, n * c).transpose(0, 1).to(at::kCPU, kv_type).contiguous();
   at::Tensor v = kv.values(l).narrow(1, first * c - kv_offset, n * c).transpose(0, 1).to(at::kCPU, kv_type).contiguous();
   at::Tensor p = k.narrow(1, 0, g.probe_kv_heads).contiguous();
-  EncodeForStore(g.codec, c, l, first_id, first, k, v, p, g.Digests(), out);
+  EncodeForStore(g.codec, c, l, first_id, first, k, v, p, g.digests, out);
 }
 
 ChunkKv CacheEntry(const EncodedChunk& e) {

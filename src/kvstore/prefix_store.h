@@ -24,6 +24,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,9 +63,9 @@ struct PrefixStoreOptions {
   ProbeLayout probe_layout = ProbeLayout::kFirst;  // which query heads (select/probe_heads.h)
   // A new store keeps each chunk's key digest (codec/key_digest.h), for the
   // digest system; an existing store that keeps them is opened with them
-  // whatever this says, and one that does not is refused when it is true.
-  bool digests = false;
-  DigestCodec digest_codec = DigestCodec::kInt4;  // a new store's digests' bits; an existing one must match
+  // whatever this says (in their codec, which one set here must match), and
+  // one that keeps none is refused when this is set.
+  std::optional<DigestCodec> digests;
   // The tiers, fastest first (kvstore/store_tiers.h): the cache levels, the
   // disk, the backends below it (such as the shared remote tier:
   // RemoteBackendFactory), made when the store opens.

@@ -108,7 +108,7 @@ StatusOr<bool> Reorderer::Repack(const Candidate& cand, const std::vector<std::v
       std::memcpy(static_cast<uint8_t*>(v2.data_ptr()) + s2 * row, vs + t * row, row);
       std::memcpy(static_cast<uint8_t*>(p2.data_ptr()) + s2 * probe_row, ks + t * row, probe_row);  // the first heads' keys
     }
-    EncodeForStore(g.codec, c, l, first, node_start, k2, v2, p2, g.Digests(), chunks);
+    EncodeForStore(g.codec, c, l, first, node_start, k2, v2, p2, g.digests, chunks);
   }
   return true;
 }

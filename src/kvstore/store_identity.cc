@@ -80,7 +80,6 @@ StatusOr<StoreIdentity> StoreIdentityFor(const Model& model, const PrefixStoreOp
                                    opt.kv_dtype);
   id.geometry.codec = opt.kv_codec;
   id.geometry.digests = opt.digests;
-  id.geometry.digest_codec = opt.digest_codec;
   id.fingerprint = StoreFingerprint(model, opt.kv_dtype, opt.chunk_tokens);
   return id;
 }

@@ -363,7 +363,7 @@ Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
       return Status::InvalidArgument(store_.options().dir + ": chunk " + std::to_string(chunks_[i]) + " layer " +
                                      std::to_string(layer) + " has no digest (the store keeps none, or the chunk "
                                      "lives only below the disk)");
-    DecodeDigestRows(g.digest_codec, d, all, static_cast<int64_t>(i) * c, c);
+    DecodeDigestRows(*g.digests, d, all, static_cast<int64_t>(i) * c, c);
     trace_->digest_bytes += d.nbytes();
   }
   at::Tensor keys = all.narrow(1, 0, p);

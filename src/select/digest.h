@@ -15,7 +15,7 @@ namespace impress {
 // `keys` [Hkv, P, d] with each run of `chunk_tokens` positions (the last may
 // be short) put through its digest of `codec`'s bits and back (DecodeDigestRows, fp32), as a
 // store that keeps digests serves them: [Hkv, P, d] in keys' dtype, on its device.
-at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens, DigestCodec codec = DigestCodec::kInt4);
+at::Tensor DigestRoundTrip(const at::Tensor& keys, int64_t chunk_tokens, DigestCodec codec);
 
 // How chunks are scored from their digests.
 enum class DigestScore : uint8_t {

@@ -24,15 +24,7 @@ const SelectionMethodInfo& MethodInfo(SelectorKind kind) {
   return SelectionMethods().front();
 }
 
-const std::string& SelectorKindName(SelectorKind kind) {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const SelectionMethodInfo& m : SelectionMethods()) v.push_back(m.name);
-    return v;
-  }();
-  const SelectionMethodInfo& info = MethodInfo(kind);
-  return names[&info - SelectionMethods().data()];
-}
+const std::string& SelectorKindName(SelectorKind kind) { return MethodInfo(kind).name; }
 
 std::unique_ptr<SelectionMethod> MakeSelectionMethod(const SelectorOptions& opt) {
   const SelectionMethodInfo& m = MethodInfo(opt.kind);

@@ -127,7 +127,7 @@ using MethodMaker = std::unique_ptr<SelectionMethod> (*)(const SelectorOptions& 
 // One row per SelectorKind: its name and what callers ask of it.
 struct SelectionMethodInfo {
   SelectorKind kind;
-  const char* name;
+  std::string name;
   // Its maker; null where the caller selects (static needs the prefix's own
   // importance, which only eval/scorer.cc has).
   MethodMaker make;

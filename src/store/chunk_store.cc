@@ -45,18 +45,17 @@ Status ChunkStore::CreateOrCheckManifest() {
     return Status::InvalidArgument(manifest + ": store was written for '" + have.fingerprint + "', not '" +
                                    opt_.fingerprint + "'");
   // A store that keeps digests serves callers that do not ask for them; the reverse is refused.
-  if (have.geometry.digests && !opt_.geometry.digests) {
-    opt_.geometry.digests = true;
-    opt_.geometry.digest_codec = have.geometry.digest_codec;
-  }
-  if (have.geometry.digests && have.geometry.digest_codec != opt_.geometry.digest_codec)
-    return Status::InvalidArgument(dir_ + ": the store keeps " + NameOf(DigestCodecNames(), have.geometry.digest_codec) +
-                                   " chunk digests, not " + NameOf(DigestCodecNames(), opt_.geometry.digest_codec) +
-                                   ": --digest-codec " + NameOf(DigestCodecNames(), have.geometry.digest_codec) +
+  const std::optional<DigestCodec> have_digests = have.geometry.digests;
+  if (have_digests && !opt_.geometry.digests) opt_.geometry.digests = have_digests;
+  if (have_digests && *have_digests != *opt_.geometry.digests) {
+    const std::string& kept = NameOf(DigestCodecNames(), *have_digests);
+    return Status::InvalidArgument(dir_ + ": the store keeps " + kept + " chunk digests, not " +
+                                   NameOf(DigestCodecNames(), *opt_.geometry.digests) + ": --digest-codec " + kept +
                                    ", or a new --store folder");
-  if (!have.geometry.digests && opt_.geometry.digests) {
+  }
+  if (!have_digests && opt_.geometry.digests) {
     ChunkGeometry without = opt_.geometry;
-    without.digests = false;
+    without.digests.reset();
     if (GeometryText(have.geometry) == GeometryText(without))
       return Status::InvalidArgument(dir_ + ": the store keeps no chunk digests (written before them, or for systems "
                                      "that need none); the digest system needs a store made with them: a new --store folder");

@@ -19,8 +19,7 @@ json GeometryJson(const ChunkGeometry& g) {
             {"head_dim", g.head_dim}, {"probe_kv_heads", g.probe_kv_heads}, {"elem_bytes", g.elem_bytes}};
   if (g.codec != KvCodec::kNone) j["codec"] = KvCodecName(g.codec);  // absent: the values themselves
   if (g.digests) j["digests"] = true;  // absent: no key digests
-  if (g.digests && g.digest_codec != DigestCodec::kInt4)
-    j["digest_codec"] = NameOf(DigestCodecNames(), g.digest_codec);  // absent: int4
+  if (g.digests && *g.digests != DigestCodec::kInt4) j["digest_codec"] = NameOf(DigestCodecNames(), *g.digests);  // absent: int4
   return j;
 }
 
@@ -67,13 +66,14 @@ StatusOr<StoreIdentity> ReadManifest(Env* env, const std::string& dir) {
       }
       id.geometry.codec = *c;
     }
-    if (g.contains("digests")) id.geometry.digests = g.at("digests").get<bool>();
+    DigestCodec digest = DigestCodec::kInt4;
     if (g.contains("digest_codec")) {
       StatusOr<DigestCodec> c = ParseNamed<DigestCodec>(DigestCodecNames(), g.at("digest_codec").get<std::string>(),
                                                         "digest_codec", "codec");
       if (!c.ok()) throw std::invalid_argument(c.status().message());
-      id.geometry.digest_codec = *c;
+      digest = *c;
     }
+    if (g.contains("digests") && g.at("digests").get<bool>()) id.geometry.digests = digest;
     id.fingerprint = j.at("fingerprint").get<std::string>();
   } catch (const std::exception& e) {
     return Status::Corruption(manifest + ": corrupt manifest: " + e.what());
