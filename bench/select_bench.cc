@@ -164,6 +164,27 @@ void BM_DigestChunkScores(benchmark::State& state) {
   });
 }
 
+// kRowMax from every row over int8 digest codes (DigestChunkScoresInt8): range(0)
+// new rows, range(1) prefix tokens; compare BM_DigestChunkScores/.../1, which
+// scores the same digests decoded to fp32 (BM_DigestDecode's work not counted).
+void BM_DigestChunkScoresInt8(benchmark::State& state) {
+  const int64_t t = state.range(0), p = state.range(1);
+  const at::Tensor chunk_of = at::arange(p, at::kLong).div(64, "floor");
+  at::manual_seed(1);
+  std::vector<std::pair<Inputs, Int8Keys>> sets(4);
+  for (auto& [in, keys] : sets) {
+    in.qkv.q = at::randn({kHq, t, kD});
+    in.qkv.k = at::randn({kHkv, t, kD});
+    in.qkv.scale = 1.0f / 8.0f;
+    keys = Int8Keys{at::randint(-127, 128, {kHkv, p, kD}).to(at::kChar), at::rand({kHkv, p}) * 0.02};
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    const auto& [in, keys] = sets[i++ % sets.size()];
+    benchmark::DoNotOptimize(DigestChunkScoresInt8(in.qkv.q, keys, in.qkv.k, in.qkv.scale, 0, chunk_of, p / 64));
+  }
+}
+
 void BM_DigestOrderAndPositions(benchmark::State& state) {
   const at::Tensor chunk_of = at::arange(kPrefix, at::kLong).div(64, "floor");
   const at::Tensor scores = at::rand({kHkv, kPrefix / 64});
@@ -328,6 +349,7 @@ BENCHMARK(BM_SelectItfFallback)->NEW_TOKENS;
 BENCHMARK(BM_SelectDigestFromMemory)->NEW_TOKENS;
 BENCHMARK(BM_DigestDecode)->Args({kPrefix, 0})->Args({4 * kPrefix, 0})->Args({4 * kPrefix, 1})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DigestChunkScores)->ArgsProduct({{16, 64}, {kPrefix, 4 * kPrefix}, {0, 1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DigestChunkScoresInt8)->ArgsProduct({{16, 64}, {kPrefix, 4 * kPrefix}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DigestOrderAndPositions)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_H2OImportance)->NEW_TOKENS;
 BENCHMARK(BM_ItfProbeImportance)->NEW_TOKENS;

@@ -7,7 +7,9 @@
 # STEPS (default "retention options options2"): retention runs 5, 10, 25,
 # 50%; options each option at 25% and the chunk size at 10%; options2 the rest;
 # window fewer scoring rows (4, 8, 1); rowmax the options measured beside the
-# defaults of 8bbefd8; int8 int8 digests (--digest-codec int8) at every retention.
+# defaults of 8bbefd8; int8 int8 digests (--digest-codec int8) at every retention;
+# int8q the same once int8 digests are scored from their codes (the query rows
+# quantized too: DigestChunkScoresInt8), at every retention.
 set -euo pipefail
 build=${1:?usage: digest_accuracy.sh BUILD OUT [STEPS]}; out=${2:?}; steps=${3:-retention options options2}
 model=${MODEL:-models/smollm2-135m}
@@ -54,6 +56,8 @@ for step in $steps; do
       run 0.10 digest-keys4 --digest-score keys --digest-window 4 ;;
     int8)  # digests at 8 bits: twice the digest bytes, the keys' own ranking
       for r in 0.10 0.25 0.05 0.50; do run "$r" digest-int8 --digest-codec int8; done ;;
+    int8q)  # int8 digests scored in int8 (query rows quantized as the keys are)
+      for r in 0.25 0.10 0.05 0.50; do run "$r" digest-int8q --digest-codec int8; done ;;
     *) echo "digest_accuracy.sh: unknown step '$step'" >&2; exit 1 ;;
   esac
 done

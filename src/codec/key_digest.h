@@ -37,4 +37,15 @@ at::Tensor DecodeDigest(DigestCodec codec, const at::Tensor& digest, int64_t tok
 // REQUIRES: `digest` contiguous on the host.
 void DecodeDigestRows(DigestCodec codec, const at::Tensor& digest, at::Tensor out, int64_t row0, int64_t tokens);
 
+// An int8 digest's keys as they are stored, head-major: codes [heads, R, d]
+// int8 and scales [heads, R] fp32; each key is its codes times its scale,
+// the values DecodeDigestRows gives, bit for bit.
+struct Int8Keys {
+  at::Tensor codes, scales;
+};
+// The codes and scales of an int8 digest of C tokens into rows
+// [row0, row0 + C) of `out`'s tensors (host, contiguous, rows as allocated).
+// REQUIRES: `digest` an int8 digest, contiguous on the host.
+void SplitInt8DigestRows(const at::Tensor& digest, const Int8Keys& out, int64_t row0, int64_t tokens);
+
 }  // namespace impress

@@ -350,22 +350,52 @@ void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int6
   store_.Observe(shares);
 }
 
-Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
+Status StoreSource::ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put) {
   IMPRESS_CHECK(layer == layer_);
-  const ChunkGeometry& g = store_.geometry();
-  const int64_t c = g.chunk_tokens, p = tokens();
-  // Every chunk decoded in fp32 into one buffer [Hkv, P + room, d] in stored
-  // order (with room, as Keys and ProbeKeys leave), then in token order.
-  at::Tensor all = at::empty({g.kv_heads, p + key_room_, g.head_dim}, at::kFloat);
+  const int64_t c = store_.geometry().chunk_tokens;
   for (size_t i = 0; i < chunks_.size(); ++i) {
     const at::Tensor d = store_.Digest(chunks_[i], layer);
     if (!d.defined())
       return Status::InvalidArgument(store_.options().dir + ": chunk " + std::to_string(chunks_[i]) + " layer " +
                                      std::to_string(layer) + " has no digest (the store keeps none, or the chunk "
                                      "lives only below the disk)");
-    DecodeDigestRows(*g.digests, d, all, static_cast<int64_t>(i) * c, c);
+    put(d, static_cast<int64_t>(i) * c);
     trace_->digest_bytes += d.nbytes();
   }
+  return Status::OK();
+}
+
+Status StoreSource::DigestInt8(int layer, Int8Keys* keys) {
+  const ChunkGeometry& g = store_.geometry();
+  if (*g.digests != DigestCodec::kInt8)
+    return Status::InvalidArgument(store_.options().dir + ": its digests are " +
+                                   DigestCodecNames()[static_cast<size_t>(*g.digests)] + ", not int8");
+  // Every chunk's codes and scales in stored order, then in token order.
+  const int64_t c = g.chunk_tokens, p = tokens();
+  Int8Keys all{at::empty({g.kv_heads, p, g.head_dim}, at::kChar), at::empty({g.kv_heads, p}, at::kFloat)};
+  RETURN_IF_ERROR(ForEachDigest(layer, [&](const at::Tensor& d, int64_t row0) { SplitInt8DigestRows(d, all, row0, c); }));
+  if (lease_.reordered()) {
+    const at::Tensor order = TokenOrder(layer).to(at::kCPU, at::kLong);
+    all = Int8Keys{all.codes.index_select(1, order), all.scales.index_select(1, order)};
+  }
+  if (model_.device().is_cpu()) {
+    *keys = all;
+  } else {
+    DeviceSpans& spans = demand_spans_[layer_];
+    spans.Open();
+    *keys = Int8Keys{all.codes.to(model_.device()), all.scales.to(model_.device())};
+    spans.Close();
+  }
+  return Status::OK();
+}
+
+Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
+  const ChunkGeometry& g = store_.geometry();
+  const int64_t c = g.chunk_tokens, p = tokens();
+  // Every chunk decoded in fp32 into one buffer [Hkv, P + room, d] in stored
+  // order (with room, as Keys and ProbeKeys leave), then in token order.
+  at::Tensor all = at::empty({g.kv_heads, p + key_room_, g.head_dim}, at::kFloat);
+  RETURN_IF_ERROR(ForEachDigest(layer, [&](const at::Tensor& d, int64_t row0) { DecodeDigestRows(*g.digests, d, all, row0, c); }));
   at::Tensor keys = all.narrow(1, 0, p);
   if (lease_.reordered()) keys = keys.index_select(1, TokenOrder(layer).to(at::kCPU, at::kLong));  // no room left
   const at::ScalarType compute = model_.dtype();

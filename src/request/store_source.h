@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -54,10 +55,14 @@ class StoreSource final : public PrefixSource {
   Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) override;
   // From the store's resident digests of the lease's chunks.
   Status DigestKeys(int layer, at::Tensor* k) override;
+  Status DigestInt8(int layer, Int8Keys* keys) override;
   // CUDA: the layers' device intervals (once the logits are on the host).
   std::vector<DeviceLayerTimes> DeviceTimes() { return first_reads_.DeviceTimes(&demand_spans_); }
 
  private:
+  // Calls put(digest, first row) for each chunk's digest of `layer`, in
+  // stored order, counting its bytes. Errors: a chunk without one.
+  Status ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put);
   // A layer's guess at the next one's chunks: its gathered positions and
   // how many chunks they took in its own stored order.
   struct Guess {

@@ -80,13 +80,20 @@ class DigestMethod final : public SelectionMethod {
     const int64_t p = src.tokens();
     const int64_t k = p > 0 ? RetainedTokens(opt_.retention, p) : 0;
     if (p == 0 || k >= p || l < opt_.digest.dense_layers) return SelectAll(qkv, src);
-    at::Tensor digest_keys;
-    RETURN_IF_ERROR(src.DigestKeys(l, &digest_keys));
     const at::Tensor chunk_of = src.ChunkOf(l);
-    const at::Tensor scores = ReadBack(DigestChunkScores(qkv.q, digest_keys, qkv.k, qkv.scale, opt_.digest.window,
-                                                         chunk_of, src.chunks(), opt_.digest.score, src.key_room(),
-                                                         opt_.digest.pool),
-                                       l, obs);
+    at::Tensor scores;
+    if (opt_.digest.score == DigestScore::kRowMax && opt_.digest.codec == DigestCodec::kInt8) {
+      Int8Keys keys;  // scored from the codes as they are stored
+      RETURN_IF_ERROR(src.DigestInt8(l, &keys));
+      scores = DigestChunkScoresInt8(qkv.q, keys, qkv.k, qkv.scale, opt_.digest.window, chunk_of, src.chunks(),
+                                     opt_.digest.pool);
+    } else {
+      at::Tensor digest_keys;
+      RETURN_IF_ERROR(src.DigestKeys(l, &digest_keys));
+      scores = DigestChunkScores(qkv.q, digest_keys, qkv.k, qkv.scale, opt_.digest.window, chunk_of, src.chunks(),
+                                 opt_.digest.score, src.key_room(), opt_.digest.pool);
+    }
+    scores = ReadBack(scores, l, obs);
     if (obs != nullptr) obs->OnStepEnd(l, SelectStep::kImportance);
     SelectedPrefix s;
     s.used = DigestKeptPositions(DigestChunkOrder(scores, opt_.digest.groups), chunk_of, src.chunks(), k,

@@ -40,6 +40,16 @@ at::Tensor DigestChunkScores(const at::Tensor& q, const at::Tensor& digest_keys,
                              float scale, int64_t window, const at::Tensor& chunk_of,
                              int64_t n_chunks, DigestScore how, int64_t room = 0, int64_t pool = 1);
 
+// kRowMax's chunk scores [Hkv, C] from an int8 digest's codes (what
+// PrefixSource::DigestInt8 gives), the query rows (times `scale`) quantized
+// as the digest's keys are (codec/kv_codec.h's int8: symmetric, absmax/127 per
+// row, here with an fp32 scale): each score is the exact integer dot product
+// of the codes times the two scales, then as DigestChunkScores' kRowMax (the
+// new keys exact). On the host: the products in int32 and one pass per row
+// (select/digest_int8.cc); on a device, the same numbers with device ops.
+at::Tensor DigestChunkScoresInt8(const at::Tensor& q, const Int8Keys& keys, const at::Tensor& new_k, float scale,
+                                 int64_t window, const at::Tensor& chunk_of, int64_t n_chunks, int64_t pool = 1);
+
 // How the KV groups' chunk scores [Hkv, C] make the layer's one order.
 enum class DigestGroups : uint8_t {
   kRank,  // by a chunk's best rank in any group (each group's best chunks first), ties by its best share

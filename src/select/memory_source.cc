@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 namespace impress {
 
 MemorySource::MemorySource(at::Tensor k, at::Tensor v, int64_t chunk_tokens, DigestCodec digest)
@@ -41,6 +43,18 @@ Status MemorySource::Gather(int, const at::Tensor& positions, at::Tensor* k, at:
 
 Status MemorySource::DigestKeys(int, at::Tensor* k) {
   *k = DigestRoundTrip(k_, c_, digest_);
+  return Status::OK();
+}
+
+Status MemorySource::DigestInt8(int, Int8Keys* keys) {
+  if (digest_ != DigestCodec::kInt8) return Status::InvalidArgument("the prefix's digests are not int8");
+  const at::Tensor host = k_.to(at::kCPU, at::kHalf).transpose(0, 1).contiguous();  // [P, Hkv, d]
+  Int8Keys out{at::empty({k_.size(0), p_, k_.size(2)}, at::kChar), at::empty({k_.size(0), p_}, at::kFloat)};
+  for (int64_t s = 0; s < p_; s += c_) {
+    const int64_t n = std::min(c_, p_ - s);
+    SplitInt8DigestRows(EncodeDigest(DigestCodec::kInt8, host.narrow(0, s, n).contiguous()), out, s, n);
+  }
+  *keys = Int8Keys{out.codes.to(k_.device()), out.scales.to(k_.device())};
   return Status::OK();
 }
 

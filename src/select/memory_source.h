@@ -25,6 +25,8 @@ class MemorySource final : public PrefixSource {
   Status Gather(int layer, const at::Tensor& positions, at::Tensor* k, at::Tensor* v) override;
   // Each chunk's keys through the digest and back (DigestRoundTrip), on each call.
   Status DigestKeys(int layer, at::Tensor* k) override;
+  // Each chunk's int8 digest, made on each call (the keys as DigestRoundTrip's at int8).
+  Status DigestInt8(int layer, Int8Keys* keys) override;
 
  private:
   at::Tensor k_, v_;

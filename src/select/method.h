@@ -23,6 +23,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "codec/key_digest.h"
 #include "common/status.h"
 #include "model/kv_provider.h"
 #include "select/selector.h"
@@ -61,6 +62,10 @@ class PrefixSource {
   // [Hkv, P, d], from what the source holds without reading any chunk.
   // Errors: a source that keeps no digests, or lacks a chunk's.
   virtual Status DigestKeys(int layer, at::Tensor* k) = 0;
+  // The same keys as the int8 digest's codes and scales (codec/key_digest.h's
+  // Int8Keys: [Hkv, P, d], [Hkv, P]), on the model's device.
+  // Errors: as DigestKeys', and a source whose digests are not int8.
+  virtual Status DigestInt8(int layer, Int8Keys* keys) = 0;
 };
 
 // The steps of a selection whose ends a method announces (OnStepEnd), so that
