@@ -388,7 +388,7 @@ StatusOr<std::unique_ptr<StoreFixture>> MakeStoreFixture(const std::string& mode
   std::filesystem::remove_all(dir);
   PrefixStoreOptions o;
   o.dir = dir;
-  o.tiers = TiersOver(GpuCpuLevels(int64_t{1} << 30, 0));
+  o.tiers = TiersOver(CacheLevels(TierCountsOf({{Tier::kGpu, int64_t{1} << 30}})));
   ASSIGN_OR_RETURN(f->store, PrefixStore::Open(*f->model, o));
   // The first request stores the prefix (and the GPU tier keeps it).
   ASSIGN_OR_RETURN(System as, ParseSystem(system_name::kAs));

@@ -143,7 +143,7 @@ class Bench {
     PrefixStoreOptions o;
     o.dir = dir;
     o.chunk_tokens = static_cast<int>(chunk_tokens_);
-    o.tiers = TiersOver(GpuCpuLevels(0, 0));
+    o.tiers = TiersOver(CacheLevels({}));
     o.env = &env;
     ASSIGN_OR_RETURN(std::unique_ptr<PrefixStore> store, PrefixStore::Open(*model_, o));
     for (const Prefix& p : readers_) RETURN_IF_ERROR(store->Insert(p.tokens, *p.kv, 0).status());

@@ -196,7 +196,7 @@ TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndex
   auto shared = std::make_shared<MemoryChunks>();
   auto open = [&](const std::string& dir) {
     PrefixStoreOptions o = Options(dir);
-    o.tiers = TiersOver(GpuCpuLevels(0, 0));  // every read goes to the backends
+    o.tiers = TiersOver(CacheLevels({}));  // every read goes to the backends
     o.env = &env;
     auto make = [&](const BackendContext& ctx) -> StatusOr<std::unique_ptr<ChunkBackend>> {
       return std::unique_ptr<ChunkBackend>(new MemoryBackend(shared, ctx.geometry, &watch));
@@ -349,7 +349,7 @@ class MisnamedBackend final : public ChunkBackend {
 // The tier list is one list, fastest first: cache levels above the disk,
 // the disk once, backends below it; a backend must be what its entry names.
 TEST_P(BackendTest, TheTierListIsCheckedInOrder) {
-  const std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);
+  const std::vector<CacheLevel> levels = CacheLevels({});
   BackendFactory misnamed = [](const BackendContext&) -> StatusOr<std::unique_ptr<ChunkBackend>> {
     return std::unique_ptr<ChunkBackend>(new MisnamedBackend);
   };

@@ -22,6 +22,11 @@ namespace {
 
 std::vector<int32_t> Seq(std::initializer_list<int32_t> v) { return v; }
 
+// The GPU level over the CPU level, of these many bytes.
+std::vector<CacheLevel> Levels(int64_t gpu, int64_t cpu) {
+  return CacheLevels(TierCountsOf({{Tier::kGpu, gpu}, {Tier::kCpu, cpu}}));
+}
+
 TEST(RadixTree, MatchInsertSplitAtChunkBoundaries) {
   RadixTree t(2);
   EXPECT_EQ(t.Insert(Seq({1, 2, 3, 4, 5, 6, 7})), (std::vector<uint64_t>{0, 1, 2}));  // tail token 7 not stored
@@ -116,7 +121,7 @@ ChunkKv Chunk(int64_t tokens, float value) {
 TEST(TieredCache, InvariantsUnderRandomStream) {
   for (const char* policy : {"lru", "lfu", "score"}) {
     TierOptions opt;
-    opt.levels = GpuCpuLevels(10 * 1024, 25 * 1024);
+    opt.levels = Levels(10 * 1024, 25 * 1024);
     opt.policy = *ParsePolicy(policy);
     auto cache = TieredCache::Create(opt);
     ASSERT_TRUE(cache.ok());
@@ -195,7 +200,7 @@ TEST(ChunkScores, TransferGivesTheBestHistoryFirst) {
 // The three access cases of docs/paper.md §3, with two-chunk tiers.
 TEST(TieredCache, ScorePolicyPlacesByScore) {
   TierOptions opt;
-  opt.levels = GpuCpuLevels(2 * 256, 2 * 256);  // two 8-token chunks each
+  opt.levels = Levels(2 * 256, 2 * 256);  // two 8-token chunks each
   opt.policy = PolicyKind::kScore;
   auto cache = TieredCache::Create(opt);
   ASSERT_TRUE(cache.ok()) << cache.status().message();
@@ -234,7 +239,7 @@ TEST(TieredCache, ScorePolicyPlacesByScore) {
 
 TEST(TieredCache, PinnedChunksStay) {
   TierOptions opt;
-  opt.levels = GpuCpuLevels(2 * 256, 0);  // two 8-token chunks
+  opt.levels = Levels(2 * 256, 0);  // two 8-token chunks
   auto cache = TieredCache::Create(opt);
   TieredCache& c = **cache;
   c.SetPinned([](uint64_t k) { return k == 1; });
@@ -250,7 +255,7 @@ TEST(TieredCache, PinnedChunksStay) {
 // evicts as the lower level of two does, and names its tier in counters.
 TEST(TieredCache, ALevelListOfOne) {
   TierOptions opt;
-  opt.levels = {GpuCpuLevels(0, 2 * 256)[1]};  // the CPU level only: two 8-token chunks
+  opt.levels = {Levels(0, 2 * 256)[1]};  // the CPU level only: two 8-token chunks
   auto cache = TieredCache::Create(opt);
   ASSERT_TRUE(cache.ok()) << cache.status().message();
   TieredCache& c = **cache;
@@ -272,7 +277,7 @@ TEST(TieredCache, ALevelListOfOne) {
 // Levels out of order, or two of one tier, are refused.
 TEST(TieredCache, ALevelListOfThree) {
   TierOptions opt;
-  opt.levels = GpuCpuLevels(256, 256);  // one 8-token chunk each
+  opt.levels = Levels(256, 256);  // one 8-token chunk each
   CacheLevel third = opt.levels[1];
   third.tier = Tier::kDisk;
   opt.levels.push_back(third);
@@ -296,12 +301,12 @@ TEST(TieredCache, ALevelListOfThree) {
   EXPECT_EQ(c.counters().hits[Tier::kDisk], 1);
 
   TierOptions reversed;
-  reversed.levels = {GpuCpuLevels(256, 256)[1], GpuCpuLevels(256, 256)[0]};
+  reversed.levels = {Levels(256, 256)[1], Levels(256, 256)[0]};
   auto bad = TieredCache::Create(reversed);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "cache levels must be distinct tiers, fastest first (gpu after cpu)");
   TierOptions twice;
-  twice.levels = {GpuCpuLevels(256, 256)[1], GpuCpuLevels(256, 256)[1]};
+  twice.levels = {Levels(256, 256)[1], Levels(256, 256)[1]};
   EXPECT_FALSE(TieredCache::Create(twice).ok());
 }
 
@@ -324,7 +329,7 @@ TEST(TieredCache, AnEncodedLevelHoldsTheEncodedBytes) {
     SCOPED_TRACE(static_cast<int>(policy));
     TierOptions opt;
     opt.policy = policy;
-    opt.levels = GpuCpuLevels(256, 3 * 128);  // GPU: one 8-token chunk decoded; CPU: three encoded
+    opt.levels = Levels(256, 3 * 128);  // GPU: one 8-token chunk decoded; CPU: three encoded
     opt.levels[1].encoded = true;
     int decodes = 0;
     opt.decoded_bytes = 256;  // 8 tokens x 2 heads x 4 dims, half, keys and values
@@ -375,7 +380,7 @@ TEST(TieredCache, AnEncodedLevelHoldsTheEncodedBytes) {
     }
   }
   TierOptions no_decoder;
-  no_decoder.levels = GpuCpuLevels(256, 256);
+  no_decoder.levels = Levels(256, 256);
   no_decoder.levels[1].encoded = true;
   EXPECT_FALSE(TieredCache::Create(no_decoder).ok());
 }
@@ -388,7 +393,7 @@ TEST(TieredCache, AServedHitIsDecodedWithNoLockHeld) {
     SCOPED_TRACE(static_cast<int>(policy));
     TierOptions opt;
     opt.policy = policy;
-    opt.levels = GpuCpuLevels(256, 128);
+    opt.levels = Levels(256, 128);
     opt.levels[1].encoded = true;
     opt.decoded_bytes = 256;
     TieredCache* cache = nullptr;
@@ -428,10 +433,10 @@ TEST(TieredCache, AServedHitIsDecodedWithNoLockHeld) {
 
 TEST(TieredCache, LevelsAreCheckedWhenMade) {
   TierOptions twice;
-  twice.levels = {GpuCpuLevels(256, 0)[0], GpuCpuLevels(256, 0)[0]};
+  twice.levels = {Levels(256, 0)[0], Levels(256, 0)[0]};
   EXPECT_FALSE(TieredCache::Create(twice).ok());
   TierOptions negative;
-  negative.levels = GpuCpuLevels(-1, 0);
+  negative.levels = Levels(-1, 0);
   EXPECT_FALSE(TieredCache::Create(negative).ok());
 }
 

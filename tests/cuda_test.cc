@@ -59,7 +59,7 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
     o.chunk_tokens = kChunk;
     o.kv_dtype = codec == KvCodec::kNone ? "float32" : "float16";
     o.kv_codec = codec;
-    o.tiers = TiersOver(GpuCpuLevels(3 * entry, 6 * entry));
+    o.tiers = TiersOver(CacheLevels(TierCountsOf({{Tier::kGpu, 3 * entry}, {Tier::kCpu, 6 * entry}})));
     o.policy = policy;
     return o;
   }

@@ -41,7 +41,7 @@ class ReuseTest : public testing::ModelStoreTest {
     std::unique_ptr<RewindableKv> kv;
     PrefixStoreOptions o = Options(dir.path());
     o.kv_codec = codec;
-    o.tiers = TiersOver(GpuCpuLevels(0, 0));  // every load reads the disk
+    o.tiers = TiersOver(CacheLevels({}));  // every load reads the disk
     at::Tensor want;
     {
       auto store = PrefixStore::Open(*model_, o);
@@ -95,7 +95,7 @@ class ReuseTest : public testing::ModelStoreTest {
   at::Tensor OnStoredPrefix(const System& sys, RequestTrace* t, const RequestOptions& ro = {}) {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
-    o.tiers = TiersOver(GpuCpuLevels(0, 0));
+    o.tiers = TiersOver(CacheLevels({}));
     o.policy = store_policy_;
     if (store_digests_) o.digests = DigestOptions().codec;
     auto store = PrefixStore::Open(*model_, o);
@@ -232,7 +232,7 @@ TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
     o.kv_codec = codec;
-    o.tiers = TiersOver(GpuCpuLevels(0, 0));  // every load reads the disk
+    o.tiers = TiersOver(CacheLevels({}));  // every load reads the disk
     auto store = PrefixStore::Open(*model_, o);
     ASSERT_TRUE(store.ok()) << store.status().message();
     std::unique_ptr<RewindableKv> kv;
@@ -259,7 +259,7 @@ TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
 TEST_P(ReuseTest, ACacheLevelNotAboveTheDiskIsRefused) {
   TempDir dir;
   PrefixStoreOptions o = Options(dir.path());
-  std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);
+  std::vector<CacheLevel> levels = CacheLevels({});
   levels[1].tier = Tier::kDisk;
   o.tiers = TiersOver(levels);
   auto refused = PrefixStore::Open(*model_, o);
@@ -282,7 +282,7 @@ TEST_P(ReuseTest, TheCpuTierHoldsEncodedChunks) {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
     o.kv_codec = codec;
-    o.tiers = TiersOver(GpuCpuLevels(0, 0));
+    o.tiers = TiersOver(CacheLevels({}));
     ChunkGeometry g = (*PrefixStore::Open(*model_, o))->geometry();
     const int64_t encoded = EncodedPrefixBytes(g, codec);
     const int64_t decoded = layers * 4 * static_cast<int64_t>(2 * g.KvBytes());
@@ -293,7 +293,7 @@ TEST_P(ReuseTest, TheCpuTierHoldsEncodedChunks) {
       TempDir d2;
       PrefixStoreOptions c = o;
       c.dir = d2.path();
-      c.tiers = TiersOver(GpuCpuLevels(gpu, encoded));
+      c.tiers = TiersOver(CacheLevels(TierCountsOf({{Tier::kGpu, gpu}, {Tier::kCpu, encoded}})));
       auto store = PrefixStore::Open(*model_, c);
       ASSERT_TRUE(store.ok()) << store.status().message();
       std::unique_ptr<RewindableKv> kv;
@@ -511,7 +511,7 @@ TEST_P(ReuseTest, SpreadProbesReadTheKvHeadsTheyUse) {
   auto run = [&](const System& sys, ProbeLayout store_layout, RequestTrace* t) -> StatusOr<at::Tensor> {
     TempDir dir;
     PrefixStoreOptions o = Options(dir.path());
-    o.tiers = TiersOver(GpuCpuLevels(0, 0));  // every load reads the disk
+    o.tiers = TiersOver(CacheLevels({}));  // every load reads the disk
     o.probe_layout = store_layout;
     auto store = PrefixStore::Open(*model_, o);
     EXPECT_EQ((*store)->geometry().probe_kv_heads,

@@ -142,7 +142,7 @@ class EnvFaultTest : public testing::ModelStoreTest {
   // holding a 48-token prefix; ctx_ is that prefix and 6 tokens more.
   std::unique_ptr<PrefixStore> StoredPrefix(const TempDir& dir, Env* env) {
     PrefixStoreOptions o = Options(dir.path());
-    o.tiers = TiersOver(GpuCpuLevels(0, 0));
+    o.tiers = TiersOver(CacheLevels({}));
     o.env = env;
     auto store = PrefixStore::Open(*model_, o);
     EXPECT_TRUE(store.ok()) << store.status().message();

@@ -40,7 +40,7 @@ class ModelStoreTest : public ::testing::TestWithParam<std::string> {
     PrefixStoreOptions o;
     o.dir = dir;
     o.chunk_tokens = 16;
-    o.tiers = TiersOver(GpuCpuLevels(64 << 10, 128 << 10));
+    o.tiers = TiersOver(CacheLevels(TierCountsOf({{Tier::kGpu, 64 << 10}, {Tier::kCpu, 128 << 10}})));
     return o;
   }
   std::vector<int32_t> Tokens(int n, int seed) {

@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 
 namespace impress {
 
@@ -18,25 +20,49 @@ inline const char* TierName(Tier t) { return kTierNames[static_cast<int>(t)]; }
 // Every tier, fastest first.
 constexpr std::array<Tier, kMaxTiers> kTiers = {Tier::kGpu, Tier::kCpu, Tier::kDisk, Tier::kRemote};
 
-// One count per tier, indexed by Tier or its integer.
-class TierCounts {
+// The tier every store holds its chunks in (kvstore/store_tiers.h): the
+// tiers before it are cache levels, those after it backends below it.
+constexpr Tier kHomeTier = Tier::kDisk;
+inline bool IsCacheTier(Tier t) { return t < kHomeTier; }
+inline bool IsBelowHome(Tier t) { return t > kHomeTier; }
+
+// One value per tier, indexed by Tier or its integer: counts (TierCounts)
+// and shares of a whole (TierShares).
+template <typename T>
+class PerTier {
  public:
-  int64_t& operator[](int t) { return n_[t]; }
-  int64_t operator[](int t) const { return n_[t]; }
-  int64_t& operator[](Tier t) { return n_[static_cast<int>(t)]; }
-  int64_t operator[](Tier t) const { return n_[static_cast<int>(t)]; }
-  TierCounts& operator+=(const TierCounts& o) {
-    for (int i = 0; i < kMaxTiers; ++i) n_[i] += o.n_[i];
+  T& operator[](int t) { return v_[t]; }
+  T operator[](int t) const { return v_[t]; }
+  T& operator[](Tier t) { return v_[static_cast<int>(t)]; }
+  T operator[](Tier t) const { return v_[static_cast<int>(t)]; }
+  PerTier& operator+=(const PerTier& o) {
+    for (int i = 0; i < kMaxTiers; ++i) v_[i] += o.v_[i];
     return *this;
   }
-  int64_t Total() const {
-    int64_t s = 0;
-    for (int64_t x : n_) s += x;
+  T Total() const {
+    T s{};
+    for (T x : v_) s += x;
     return s;
   }
 
  private:
-  std::array<int64_t, kMaxTiers> n_{};
+  std::array<T, kMaxTiers> v_{};
 };
+using TierCounts = PerTier<int64_t>;
+using TierShares = PerTier<double>;
+
+// Counts from (tier, count) pairs; the other tiers 0.
+inline TierCounts TierCountsOf(std::initializer_list<std::pair<Tier, int64_t>> counts) {
+  TierCounts c;
+  for (const auto& [t, n] : counts) c[t] = n;
+  return c;
+}
+
+// Each tier's count as a share of `whole` (0 where `whole` is 0).
+inline TierShares SharesOf(const TierCounts& counts, int64_t whole) {
+  TierShares s;
+  for (Tier t : kTiers) s[t] = whole > 0 ? static_cast<double>(counts[t]) / static_cast<double>(whole) : 0.0;
+  return s;
+}
 
 }  // namespace impress

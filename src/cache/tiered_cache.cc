@@ -19,16 +19,18 @@ void AwaitCopy(const ChunkKv& kv, const at::Device& device) {
 
 }  // namespace
 
-std::vector<CacheLevel> GpuCpuLevels(int64_t gpu_bytes, int64_t cpu_bytes, double h2d_bytes_per_second) {
-  CacheLevel gpu, cpu;
-  gpu.tier = Tier::kGpu;
-  gpu.on_device = true;
-  gpu.capacity = gpu_bytes;
-  gpu.copy_in_bytes_per_second = h2d_bytes_per_second;
-  cpu.tier = Tier::kCpu;
-  cpu.pinned = true;
-  cpu.capacity = cpu_bytes;
-  return {gpu, cpu};
+std::vector<CacheLevel> CacheLevels(const TierCounts& bytes, double h2d_bytes_per_second) {
+  std::vector<CacheLevel> levels;
+  for (Tier t : kTiers) {
+    if (!IsCacheTier(t)) continue;
+    CacheLevel& l = levels.emplace_back();
+    l.tier = t;
+    l.capacity = bytes[t];
+    l.on_device = levels.size() == 1;
+    l.pinned = !l.on_device;
+    l.copy_in_bytes_per_second = l.on_device ? h2d_bytes_per_second : 0;
+  }
+  return levels;
 }
 
 StatusOr<std::unique_ptr<TieredCache>> TieredCache::Create(const TierOptions& opt) {

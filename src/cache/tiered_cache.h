@@ -1,5 +1,5 @@
 // The in-memory chunk caches above the backends: a list of levels, fastest
-// first (by default the GPU tier, then the CPU tier: GpuCpuLevels).
+// first (by default the GPU tier, then the CPU tier: CacheLevels).
 //
 // Exclusive: a chunk is in at most one level; the backends hold every chunk,
 // so eviction never writes back. Capacities are bytes and are never exceeded.
@@ -78,12 +78,13 @@ struct CacheLevel {
   bool encoded = false;        // holds a chunk's encoded form when it has one (host levels only)
 };
 
-// The GPU tier (on the device, copies up capped at h2d_bytes_per_second)
-// over the CPU tier (pinned host memory).
-std::vector<CacheLevel> GpuCpuLevels(int64_t gpu_bytes, int64_t cpu_bytes, double h2d_bytes_per_second = 0);
+// One level per cache tier (cache/tier.h's IsCacheTier), fastest first, of
+// `bytes[tier]`: the fastest on the device (copies into it capped at
+// h2d_bytes_per_second), the others pinned host memory.
+std::vector<CacheLevel> CacheLevels(const TierCounts& bytes, double h2d_bytes_per_second = 0);
 
 struct TierOptions {
-  std::vector<CacheLevel> levels = GpuCpuLevels(0, 0);  // distinct tiers, fastest first (Create checks)
+  std::vector<CacheLevel> levels = CacheLevels({});  // distinct tiers, fastest first (Create checks)
   PolicyKind policy = PolicyKind::kLru;
   at::Device device = at::kCPU;  // the compute device: kCUDA on a GPU machine; kCPU emulates it
   // Sets k and v (the KV dtype, in host memory or on the compute device; on

@@ -33,7 +33,7 @@ struct ReproduceOptions {
   std::vector<std::string> models;
   std::string out = "results/figures", store = "stores", data = "data";
   std::string tasks = JoinNames(BenchmarkTaskNames(), ",");
-  TierFlags tiers{"16M", "32M", "128M", "640M"};
+  TierFlags tiers{{"16M", "32M"}, "128M", "640M"};
   std::string remote_bw = "16M";
   FigureScale scale;
   RuntimeFlags runtime;
@@ -48,13 +48,14 @@ std::string JoinNum(const std::vector<T>& v) {
 
 nlohmann::ordered_json ScaleJson(const FigureScale& s) {
   nlohmann::ordered_json j = {{"tasks", s.tasks}, {"task", s.task}, {"prefixes", s.pool}, {"prefix_tokens", s.prefix_tokens},
-          {"requests", s.requests}, {"warmup", s.warmup}, {"gpu_cache", s.gpu_cache}, {"cpu_cache", s.cpu_cache},
-          {"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots}, {"eval_prefix_tokens", s.eval_prefix_tokens},
+          {"requests", s.requests}, {"warmup", s.warmup}};
+  AddCacheBytes(s.cache_bytes, &j);
+  j.update(nlohmann::ordered_json{{"disk_bw", s.disk_bw}, {"h2d_bw", s.h2d_bw}, {"docs", s.docs}, {"shots", s.shots}, {"eval_prefix_tokens", s.eval_prefix_tokens},
           {"analysis_docs", s.analysis_docs}, {"retentions", s.retentions}, {"alphas", s.alphas},
           {"chunks", s.chunks}, {"pools", s.pools}, {"kv_dtype", s.kv_dtype},
           {"itf_unit", NameOf(ItfUnitNames(), s.select.unit)}, {"probe_layout", NameOf(ProbeLayoutNames(), s.select.probe_layout)},
           {"eval_chunk", s.eval_chunk}, {"retrieval_tokens", s.retrieval_tokens},
-          {"retrieval_questions", s.retrieval_questions}, {"seed", s.seed}, {"remote", s.remote}, {"remote_bw", s.remote_bw}};
+          {"retrieval_questions", s.retrieval_questions}, {"seed", s.seed}, {"remote", s.remote}, {"remote_bw", s.remote_bw}});
   if (!s.select.importance.exact()) {  // the papers' importance leaves the record as it was
     j["importance_window"] = s.select.importance.window;
     j["importance_pool"] = s.select.importance.pool;
@@ -70,8 +71,7 @@ std::string RerunCommand(const ReproduceOptions& o, const std::string& name) {
   for (const auto& m : o.models) c << " --model " << m;
   c << " --out " << o.out << " --store " << o.store << " --tasks " << o.tasks << " --task " << s.task
     << " --prefixes " << s.pool << " --prefix-tokens " << s.prefix_tokens << " --requests " << s.requests
-    << " --warmup " << s.warmup << " --gpu-cache " << o.tiers.gpu_cache << " --cpu-cache "
-    << o.tiers.cpu_cache << " --disk-bw " << o.tiers.disk_bw << " --h2d-bw " << o.tiers.h2d_bw << " --docs " << s.docs
+    << " --warmup " << s.warmup << o.tiers.CacheArgs() << " --disk-bw " << o.tiers.disk_bw << " --h2d-bw " << o.tiers.h2d_bw << " --docs " << s.docs
     << (s.eval_prefix_tokens > 0 ? " --eval-prefix-tokens " + std::to_string(s.eval_prefix_tokens)
                                  : " --shots " + std::to_string(s.shots))
     << " --analysis-docs " << s.analysis_docs << " --retention " << JoinNum(s.retentions) << " --alpha "
@@ -170,7 +170,7 @@ StatusOr<std::vector<std::string>> FigureNames(const std::vector<std::string>& a
 Status ParseScale(ReproduceOptions* o) {
   FigureScale& s = o->scale;
   s.tasks = SplitList(o->tasks);
-  RETURN_IF_ERROR(o->tiers.Parse(&s.gpu_cache, &s.cpu_cache, &s.disk_bw, &s.h2d_bw));
+  RETURN_IF_ERROR(o->tiers.Parse(&s.cache_bytes, &s.disk_bw, &s.h2d_bw));
   auto remote_bw = ParseBytes(o->remote_bw);
   if (!remote_bw.ok()) return remote_bw.status().WithContext("--remote-bw");
   s.remote_bw = static_cast<double>(*remote_bw);

@@ -25,7 +25,7 @@ namespace {
 
 struct RunOptions {
   std::string model, systems = "recomp,as";
-  TierFlags tiers{"64M", "128M"};
+  TierFlags tiers{{"64M", "128M"}};
   RunConfig config;
   SweepAxes axes;
   bool no_prefetch = false;
@@ -45,7 +45,7 @@ int RunRun(RunOptions o) {
     auto s = ParseSystem(name, 1.0, 0.0);
     if (!s.ok()) return Fail(s.status());
   }
-  Status parsed = o.tiers.Parse(&c.gpu_cache, &c.cpu_cache, &c.disk_bw, &c.h2d_bw);
+  Status parsed = o.tiers.Parse(&c.cache_bytes, &c.disk_bw, &c.h2d_bw);
   if (!parsed.ok()) return Fail(parsed);
   auto remote_bw = ParseBytes(o.remote_bw);
   if (!remote_bw.ok()) return Fail(remote_bw.status().WithContext("--remote-bw"));

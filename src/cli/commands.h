@@ -4,6 +4,7 @@
 // place that turns a Status into one.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cache/tier.h"
 #include "common/status.h"
 
 namespace impress {
@@ -57,14 +59,17 @@ struct SweepAxes;
 // - without (reproduce, whose figures choose retention and alpha): one --itf-unit.
 void AddSelectionFlags(CLI::App* cmd, SelectorOptions* select, SweepAxes* axes);
 
-// --gpu-cache, --cpu-cache, --disk-bw and --h2d-bw: byte sizes with K/M/G
-// suffixes, parsed after the command line is.
+// --<tier>-cache for each cache tier (--gpu-cache, --cpu-cache), --disk-bw
+// and --h2d-bw: byte sizes with K/M/G suffixes, parsed after the command
+// line is.
 struct TierFlags {
-  std::string gpu_cache, cpu_cache, disk_bw = "0", h2d_bw = "0";
+  std::array<std::string, kMaxTiers> cache;  // by tier: the cache tiers' defaults, fastest first
+  std::string disk_bw = "0", h2d_bw = "0";
   void Add(CLI::App* cmd);
-  // The error names the flag.
-  Status Parse(int64_t* gpu_cache_bytes, int64_t* cpu_cache_bytes, double* disk_bytes_per_second,
-               double* h2d_bytes_per_second) const;
+  // Each cache tier's bytes into `cache`. The error names the flag.
+  Status Parse(TierCounts* cache, double* disk_bytes_per_second, double* h2d_bytes_per_second) const;
+  // " --gpu-cache X --cpu-cache Y": the cache flags as given, for a command that reruns this one.
+  std::string CacheArgs() const;
 };
 
 // Options every command that runs a model shares.

@@ -2,6 +2,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -44,27 +45,48 @@ void PrintRecord(const nlohmann::ordered_json& record, bool as_json) {
   }
 }
 
+namespace {
+
+std::string CacheFlag(Tier t) { return std::string("--") + TierName(t) + "-cache"; }
+
+}  // namespace
+
 void TierFlags::Add(CLI::App* cmd) {
-  cmd->add_option("--gpu-cache", gpu_cache, "GPU cache bytes (K/M/G)");
-  cmd->add_option("--cpu-cache", cpu_cache, "CPU cache bytes (K/M/G)");
+  for (Tier t : kTiers) {
+    if (!IsCacheTier(t)) continue;
+    std::string what = TierName(t);
+    for (char& ch : what) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    cmd->add_option(CacheFlag(t), cache[static_cast<int>(t)], what + " cache bytes (K/M/G)");
+  }
   cmd->add_option("--disk-bw", disk_bw, "cap disk reads at this many bytes/s (0: none, the real disk)");
   cmd->add_option("--h2d-bw", h2d_bw, "cap host-to-device copies at this many bytes/s (0: none)");
 }
 
-Status TierFlags::Parse(int64_t* gpu, int64_t* cpu, double* disk, double* h2d) const {
-  const std::pair<const char*, const std::string*> flags[4] = {
-      {"--gpu-cache", &gpu_cache}, {"--cpu-cache", &cpu_cache}, {"--disk-bw", &disk_bw}, {"--h2d-bw", &h2d_bw}};
-  int64_t v[4];
-  for (int i = 0; i < 4; ++i) {
-    auto b = ParseBytes(*flags[i].second);
-    if (!b.ok()) return b.status().WithContext(flags[i].first);
-    v[i] = *b;
+Status TierFlags::Parse(TierCounts* bytes, double* disk, double* h2d) const {
+  std::vector<std::pair<std::string, const std::string*>> flags;
+  for (Tier t : kTiers)
+    if (IsCacheTier(t)) flags.push_back({CacheFlag(t), &cache[static_cast<int>(t)]});
+  flags.push_back({"--disk-bw", &disk_bw});
+  flags.push_back({"--h2d-bw", &h2d_bw});
+  std::vector<int64_t> v;
+  for (const auto& [flag, text] : flags) {
+    auto b = ParseBytes(text->empty() ? "0" : *text);  // a cache tier the command gives no size: none
+    if (!b.ok()) return b.status().WithContext(flag);
+    v.push_back(*b);
   }
-  *gpu = v[0];
-  *cpu = v[1];
-  *disk = static_cast<double>(v[2]);
-  *h2d = static_cast<double>(v[3]);
+  size_t i = 0;
+  for (Tier t : kTiers)
+    if (IsCacheTier(t)) (*bytes)[t] = v[i++];
+  *disk = static_cast<double>(v[i++]);
+  *h2d = static_cast<double>(v[i]);
   return Status::OK();
+}
+
+std::string TierFlags::CacheArgs() const {
+  std::string args;
+  for (Tier t : kTiers)
+    if (IsCacheTier(t)) args += " " + CacheFlag(t) + " " + (cache[static_cast<int>(t)].empty() ? "0" : cache[static_cast<int>(t)]);
+  return args;
 }
 
 namespace {

@@ -103,8 +103,7 @@ RunConfig FigureRunner::BaseRun(const std::string& task) const {
   c.prefix_tokens = scale_.prefix_tokens;
   c.requests = scale_.requests;
   c.warmup = scale_.warmup;
-  c.gpu_cache = scale_.gpu_cache;
-  c.cpu_cache = scale_.cpu_cache;
+  c.cache_bytes = scale_.cache_bytes;
   c.disk_bw = scale_.disk_bw;
   c.h2d_bw = scale_.h2d_bw;
   c.kv_dtype = scale_.kv_dtype;

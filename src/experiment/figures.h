@@ -32,7 +32,7 @@ struct FigureScale {
   int pool = 8;                     // prefixes (paper: tens of GB of prefix KV)
   int prefix_tokens = 1024;         // per prefix (paper: 4.8K-5.7K on average)
   int requests = 16, warmup = 8;    // measured and warm-up requests per system
-  int64_t gpu_cache = 16 << 20, cpu_cache = 32 << 20;  // paper: 10 GB, 32 GB
+  TierCounts cache_bytes = TierCountsOf({{Tier::kGpu, 16 << 20}, {Tier::kCpu, 32 << 20}});  // paper: 10 GB, 32 GB
   double disk_bw = 128.0 * (1 << 20), h2d_bw = 640.0 * (1 << 20);  // emulated; 0: the real device
   int docs = 40;                    // documents per task for accuracy (0: all)
   int shots = 5;                    // few-shot examples for accuracy

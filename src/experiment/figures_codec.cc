@@ -51,7 +51,7 @@ StatusOr<Figure> FigureRunner::Codec() {
         for (const std::string& sys : c.systems) {
           ASSIGN_OR_RETURN(const RunResult* r, run.Find(sys));
           const TierCounts& b = r->bytes_read;
-          const double mb = static_cast<double>(b[Tier::kCpu] + b[Tier::kDisk] + b[Tier::kRemote]) / 1e6 /
+          const double mb = static_cast<double>(b.Total() - b[kTiers[0]]) / 1e6 /  // from below the fastest tier
                             std::max(1, r->requests);
           const std::string at = tier + "|" + sys + "|" + unit;
           if (codec == "fp16") fp16_mb[at] = mb;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/tier.h"
 #include "data/retrieval.h"
 #include "request/systems.h"
 
@@ -32,7 +33,7 @@ struct RunConfig {
   int requests = 50;                               // measured requests
   int warmup = 10;                                 // requests run before measuring
   int chunk = 64;                                  // tokens per chunk
-  int64_t gpu_cache = 64 << 20, cpu_cache = 128 << 20;  // bytes
+  TierCounts cache_bytes = TierCountsOf({{Tier::kGpu, 64 << 20}, {Tier::kCpu, 128 << 20}});  // per cache tier
   double disk_bw = 0, h2d_bw = 0;                  // bytes/s caps (0: none)
   std::string policy;                              // every system's cache policy (empty: each system's own)
   std::string kv_dtype = "float16";
@@ -53,5 +54,9 @@ struct RunConfig {
   // figures' memo key), so that a new field cannot be left out of either.
   nlohmann::ordered_json ToJson() const;
 };
+
+// Appends "<tier>_cache": bytes for each cache tier ("gpu_cache", "cpu_cache"):
+// the run and figure records' keys.
+void AddCacheBytes(const TierCounts& bytes, nlohmann::ordered_json* j);
 
 }  // namespace impress

@@ -21,30 +21,57 @@ std::string Size(double bytes) {
 
 long long LL(int64_t v) { return static_cast<long long>(v); }
 
+// printf into a string: a table cell or a run of them.
+template <typename... Args>
+std::string Fmt(const char* format, Args... args) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, args...);
+  return buf;
+}
+
 void PrintConfiguration(const RunResults& result, std::FILE* out) {
   const RunConfig& c = result.config;
   std::fprintf(out, "model %s, task %s, pool %d x %d tokens, %d requests (+%d warm-up), chunk %d, kv %s\n",
                result.model.empty() ? "?" : result.model.c_str(), c.task.c_str(), c.pool, c.prefix_tokens, c.requests,
                c.warmup, c.chunk, c.kv_dtype.c_str());
-  std::fprintf(out, "caches: gpu %s (%s), cpu %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s%s%s\n\n",
-               Size(static_cast<double>(c.gpu_cache)).c_str(),
-               result.device == "cuda" ? "CUDA" : "emulated in host memory", Size(static_cast<double>(c.cpu_cache)).c_str(),
-               Size(c.disk_bw).c_str(), Size(c.h2d_bw).c_str(), static_cast<long long>(result.kv_bytes_per_token),
+  std::string caches;  // "gpu 32M (CUDA), cpu 64M": the fastest level is the device's
+  for (Tier t : kTiers) {
+    if (!IsCacheTier(t)) continue;
+    caches += (caches.empty() ? "" : ", ") + std::string(TierName(t)) + " " + Size(static_cast<double>(c.cache_bytes[t]));
+    if (t == kTiers[0]) caches += result.device == "cuda" ? " (CUDA)" : " (emulated in host memory)";
+  }
+  std::fprintf(out, "caches: %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s%s%s\n\n",
+               caches.c_str(), Size(c.disk_bw).c_str(), Size(c.h2d_bw).c_str(), static_cast<long long>(result.kv_bytes_per_token),
                c.select.retention, c.select.alpha, NameOf(ItfUnitNames(), c.select.unit).c_str(),
                NameOf(ProbeLayoutNames(), c.select.probe_layout).c_str(), c.prefetch ? "" : "; no prefetch",
                c.speculate ? "; speculative K/V" : "");
 }
 
+// Bytes from each tier down to the home one, hits in each cache tier, and
+// the chunks read from the home tier (the remote tier has its own section).
 void PrintSystemsTable(const RunResults& result, std::FILE* out) {
-  std::fprintf(out, "| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | select ms | MB gpu | MB cpu | MB disk | hit gpu | hit cpu | chunks loaded | from disk | KV chunks/req | KV hit gpu | kept | fallback | acc |\n");
-  std::fprintf(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  const char* fastest = TierName(kTiers[0]);
+  std::string head = "| system | policy | ttft mean ms | p50 | p99 | io mean ms | io share | select ms |";
+  for (Tier t : kTiers)
+    if (!IsBelowHome(t)) head += std::string(" MB ") + TierName(t) + " |";
+  for (Tier t : kTiers)
+    if (IsCacheTier(t)) head += std::string(" hit ") + TierName(t) + " |";
+  head += std::string(" chunks loaded | from ") + TierName(kHomeTier) + " | KV chunks/req | KV hit " + fastest +
+          " | kept | fallback | acc |";
+  std::fprintf(out, "%s\n|", head.c_str());
+  for (size_t i = 1; i < head.size(); ++i)
+    if (head[i] == '|') std::fprintf(out, "---|");
+  std::fprintf(out, "\n");
   for (const RunResult& r : result.runs) {
-    const TierCounts& b = r.bytes_read;
-    std::fprintf(out, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %lld | %lld | %.1f | %.2f | %.3f | %.3f | %.3f |\n",
-                 r.system.c_str(), r.policy.c_str(), r.ttft_ms.mean, r.ttft_ms.p50, r.ttft_ms.p99, r.io_ms_mean,
-                 r.io_share, r.select_ms_mean, b[Tier::kGpu] / 1e6, b[Tier::kCpu] / 1e6, b[Tier::kDisk] / 1e6,
-                 r.hit_gpu, r.hit_cpu, LL(r.chunk_loads), LL(r.chunks_read), r.kv_chunks_per_request, r.kv_hit_gpu,
-                 r.kept_share, r.fallback_share, r.acc);
+    std::string row = Fmt("| %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f |", r.system.c_str(), r.policy.c_str(),
+                          r.ttft_ms.mean, r.ttft_ms.p50, r.ttft_ms.p99, r.io_ms_mean, r.io_share, r.select_ms_mean);
+    for (Tier t : kTiers)
+      if (!IsBelowHome(t)) row += Fmt(" %.1f |", r.bytes_read[t] / 1e6);
+    for (Tier t : kTiers)
+      if (IsCacheTier(t)) row += Fmt(" %.2f |", r.hit_rate[t]);
+    row += Fmt(" %lld | %lld | %.1f | %.2f | %.3f | %.3f | %.3f |", LL(r.chunk_loads), LL(r.chunks_read[kHomeTier]),
+               r.kv_chunks_per_request, r.kv_hit_rate[kTiers[0]], r.kept_share, r.fallback_share, r.acc);
+    std::fprintf(out, "%s\n", row.c_str());
   }
   std::string repeated;
   for (const RunResult& r : result.runs)
@@ -82,7 +109,7 @@ void PrintRemote(const RunResults& result, std::FILE* out) {
     if (!r.remote || !r.fill) continue;  // systems that do not reuse KV
     const RemoteTally& x = *r.remote;
     std::fprintf(out, "| %s | %.1f | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld |\n",
-                 r.system.c_str(), r.bytes_read[Tier::kRemote] / 1e6, LL(r.remote_chunks_read), LL(x.parts_missing),
+                 r.system.c_str(), r.bytes_read[Tier::kRemote] / 1e6, LL(r.chunks_read[Tier::kRemote]), LL(x.parts_missing),
                  LL(x.parts_corrupt), LL(x.read_errors), LL(r.recomputed_after_error), LL(r.fill->adopted_chunks),
                  LL(r.fill->computed_prefixes), LL(x.chunks_written), LL(x.moved), LL(x.ask), LL(x.slot_reloads),
                  LL(x.reconnects), LL(x.timeouts));
@@ -105,7 +132,7 @@ void PrintDamageAndSpeculation(const RunResults& result, std::FILE* out) {
   }
   for (const RunResult& r : result.runs) {
     int64_t digest = 0, disk = 0;
-    for (const RequestRow& x : r.per_request) digest += x.digest_bytes, disk += x.disk_bytes;
+    for (const RequestRow& x : r.per_request) digest += x.digest_bytes, disk += x.bytes[kHomeTier];
     if (digest <= 0 || r.per_request.empty()) continue;
     const double n = static_cast<double>(r.per_request.size());
     std::fprintf(out, "\n%s: %.1f MB of resident key digests scored per request (host memory), beside %.1f MB read from disk\n",

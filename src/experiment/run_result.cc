@@ -32,21 +32,33 @@ nlohmann::ordered_json RemoteTally::ToJson() const {
           {"reconnects", reconnects}, {"timeouts", timeouts}};
 }
 
-nlohmann::ordered_json RunResult::ToJson() const {
-  nlohmann::json rows = nlohmann::json::array();  // keys in sorted order, as the run JSON has always had them
+namespace {
+
+// The per-request rows, keys in sorted order, as the run JSON has always had them.
+nlohmann::json RequestRowsJson(const std::vector<RequestRow>& per_request) {
+  nlohmann::json rows = nlohmann::json::array();
   for (const RequestRow& x : per_request)
     rows.push_back({{"prefix", x.prefix}, {"doc", x.doc}, {"ttft_ms", x.ttft_ms}, {"io_ms", x.io_ms},
-                    {"select_ms", x.select_ms}, {"reused_tokens", x.reused_tokens}, {"disk_bytes", x.disk_bytes},
-                    {"remote_bytes", x.remote_bytes}, {"kv_chunks", x.kv_chunks},
+                    {"select_ms", x.select_ms}, {"reused_tokens", x.reused_tokens}, {"kv_chunks", x.kv_chunks},
                     {"recomputed_after_error", x.recomputed_after_error}, {"healed_chunks", x.healed_chunks}, {"pred", x.pred}, {"loglik", x.loglik}});
   for (size_t i = 0; i < per_request.size(); ++i) {  // only where they apply: other runs' JSON stays as it was
     const RequestRow& x = per_request[i];
+    for (Tier t : kTiers)  // "disk_bytes", "remote_bytes": what came from below the caches
+      if (!IsCacheTier(t)) rows[i][std::string(TierName(t)) + "_bytes"] = x.bytes[t];
     if (x.digest_bytes > 0) rows[i]["digest_bytes"] = x.digest_bytes;  // digests were scored
     if (x.line > 0) rows[i]["line"] = x.line;                          // a task file's question
     if (x.output) rows[i]["output"] = *x.output, rows[i]["answers_found"] = x.answers_found;  // it generated
   }
-  nlohmann::ordered_json by_tier;
+  return rows;
+}
+
+}  // namespace
+
+nlohmann::ordered_json RunResult::ToJson() const {
+  nlohmann::ordered_json by_tier, hits;
   for (Tier t : kTiers) by_tier[TierName(t)] = bytes_read[t];
+  for (Tier t : kTiers)
+    if (IsCacheTier(t)) hits[TierName(t)] = hit_rate[t];
   nlohmann::ordered_json j = {
       {"system", system}, {"requests", requests},
       {"ttft_ms", {{"mean", ttft_ms.mean}, {"p50", ttft_ms.p50}, {"p99", ttft_ms.p99}}},
@@ -57,9 +69,12 @@ nlohmann::ordered_json RunResult::ToJson() const {
                                 {"fallback_layers", host_syncs_per_layer.fallback_layers},
                                 {"other_layers", host_syncs_per_layer.other_layers}}},
       {"bytes_read", by_tier},
-      {"hit_rate", {{"gpu", hit_gpu}, {"cpu", hit_cpu}}}, {"chunks_read", chunks_read},
-      {"remote_chunks_read", remote_chunks_read},
-      {"kv_chunks_per_request", kv_chunks_per_request}, {"kv_hit_gpu", kv_hit_gpu}, {"chunk_loads", chunk_loads},
+      {"hit_rate", hits}, {"chunks_read", chunks_read[kHomeTier]}};
+  for (Tier t : kTiers)  // "remote_chunks_read"
+    if (IsBelowHome(t)) j[std::string(TierName(t)) + "_chunks_read"] = chunks_read[t];
+  j.update(nlohmann::ordered_json{
+      {"kv_chunks_per_request", kv_chunks_per_request},
+      {std::string("kv_hit_") + TierName(kTiers[0]), kv_hit_rate[kTiers[0]]}, {"chunk_loads", chunk_loads},
       {"reused_tokens", reused_tokens}, {"computed_tokens", computed_tokens},
       {"recomputed_after_error", recomputed_after_error}, {"healed_chunks", healed_chunks}, {"acc", acc}, {"policy", policy},
       {"kept_share", kept_share}, {"fallback_share", fallback_share},
@@ -67,7 +82,7 @@ nlohmann::ordered_json RunResult::ToJson() const {
       {"layer_kept_share", layer_kept_share}, {"layer_kv_load_ratio", layer_kv_load_ratio},
       {"layer_fallback_share", layer_fallback_share},
       {"speculated_chunks_per_request", speculated_chunks_per_request},
-      {"speculated_used_share", speculated_used_share}, {"per_request", rows}};
+      {"speculated_used_share", speculated_used_share}, {"per_request", RequestRowsJson(per_request)}});
   if (device_timeline) {
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     for (const DeviceTimelineSection::Layer& l : device_timeline->per_layer_mean)

@@ -24,7 +24,9 @@ struct TtftSummary {
 struct RequestRow {
   int prefix = 0, doc = 0;
   double ttft_ms = 0, io_ms = 0, select_ms = 0;
-  int64_t reused_tokens = 0, disk_bytes = 0, remote_bytes = 0, kv_chunks = 0;
+  int64_t reused_tokens = 0;
+  TierCounts bytes;  // served by each tier (the JSON names the home tier's and those below it)
+  int64_t kv_chunks = 0;
   bool recomputed_after_error = false;
   int64_t healed_chunks = 0;
   int pred = 0;
@@ -91,9 +93,10 @@ struct RunResult {
   double placement_ms_mean = 0;  // the cache policy placing chunks on what selections used
   HostSyncSection host_syncs_per_layer;
   TierCounts bytes_read;
-  double hit_gpu = 0, hit_cpu = 0;  // of every chunk load
-  int64_t chunks_read = 0, remote_chunks_read = 0;
-  double kv_chunks_per_request = 0, kv_hit_gpu = 0;
+  TierShares hit_rate;     // of every chunk load, the share each cache tier served
+  TierCounts chunks_read;  // chunks read from the home tier and each backend below it (LoadStats::read)
+  double kv_chunks_per_request = 0;
+  TierShares kv_hit_rate;  // of the chunks whose K/V were read (every load, where all are kept), each tier's share
   int64_t chunk_loads = 0, reused_tokens = 0, computed_tokens = 0, recomputed_after_error = 0, healed_chunks = 0;
   double acc = 0;
   std::string policy;

@@ -68,14 +68,20 @@ RemoteTally TallyOf(const RemoteCounters& c) {
 
 }  // namespace
 
+void AddCacheBytes(const TierCounts& bytes, nlohmann::ordered_json* j) {
+  for (Tier t : kTiers)
+    if (IsCacheTier(t)) (*j)[std::string(TierName(t)) + "_cache"] = bytes[t];
+}
+
 nlohmann::ordered_json RunConfig::ToJson() const {
   nlohmann::ordered_json j = {{"task", task}, {"pool", pool}, {"prefix_tokens", prefix_tokens}, {"requests", requests},
-          {"warmup", warmup}, {"chunk", chunk}, {"kv_dtype", kv_dtype}, {"gpu_cache", gpu_cache},
-          {"cpu_cache", cpu_cache}, {"retention", select.retention}, {"alpha", select.alpha},
+          {"warmup", warmup}, {"chunk", chunk}, {"kv_dtype", kv_dtype}};
+  AddCacheBytes(cache_bytes, &j);
+  j.update(nlohmann::ordered_json{{"retention", select.retention}, {"alpha", select.alpha},
           {"itf_unit", NameOf(ItfUnitNames(), select.unit)}, {"probe_layout", NameOf(ProbeLayoutNames(), select.probe_layout)}, {"disk_bw", disk_bw}, {"h2d_bw", h2d_bw}, {"seed", seed}, {"mean", mean},
           {"spread", spread}, {"prefetch", prefetch}, {"speculate", speculate}, {"systems", systems},
           {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every},
-          {"remote", remote}, {"remote_bw", remote_bw}};
+          {"remote", remote}, {"remote_bw", remote_bw}});
   if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
   if (!select.importance.exact()) {  // likewise for the papers' importance
     j["importance_window"] = select.importance.window;
@@ -212,7 +218,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   so.chunk_tokens = o.chunk;
   so.kv_dtype = o.kv_dtype;
   ASSIGN_OR_RETURN(so.kv_codec, ParseKvCodec(o.kv_codec));
-  so.tiers = TiersOver(GpuCpuLevels(o.gpu_cache, o.cpu_cache, o.h2d_bw));
+  so.tiers = TiersOver(CacheLevels(o.cache_bytes, o.h2d_bw));
   so.policy = system.policy;
   so.disk_bytes_per_second = o.disk_bw;
   so.probe_layout = system.select.probe_layout;
@@ -226,7 +232,7 @@ StatusOr<std::unique_ptr<PrefixStore>> OpenSystemStore(Model& m, const RunConfig
   auto store = OpenFilledStore(m, so, w.pool_ids, &*run->fill);
   if (remote != nullptr) run->fill->remote_codec_mismatches = remote->counters().codec_mismatches.load() - refused;
   // On CUDA the caches' and the reads' pinned memory exists before the first request is timed.
-  if (store.ok()) (*store)->WarmPinnedPool(o.gpu_cache + o.cpu_cache);
+  if (store.ok()) (*store)->WarmPinnedPool(o.cache_bytes.Total());
   return store;
 }
 
@@ -245,7 +251,7 @@ StatusOr<RequestRow> AnswerRequest(Model& m, const Tokenizer& tok, const RunConf
   ASSIGN_OR_RETURN(at::Tensor last, RunRequest(system, m, store, ctx.ids, storable, &kv, trace,
                                                RequestOptions{o.prefetch, o.speculate}));
   RequestRow row{r.prefix, r.doc, trace->ttft_ms, trace->io_ms, trace->select_ms, trace->reused_tokens,
-                 trace->load.bytes[Tier::kDisk], trace->load.bytes[Tier::kRemote], trace->kv_chunks(),
+                 trace->load.bytes, trace->kv_chunks(),
                  trace->recomputed_after_error, trace->healed_chunks, 0, {}, trace->digest_bytes, std::nullopt, 0, 0};
   if (!w.source.empty()) row.line = question.line;
   if (!question.generates()) {

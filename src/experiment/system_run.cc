@@ -67,16 +67,13 @@ RunResult SystemRun::Summarize(int reorder_every) const {
   r.host_syncs_per_layer = {per(syncs_fallback + syncs_other, layers_fallback + layers_other),
                             per(syncs_fallback, layers_fallback), per(syncs_other, layers_other), syncs_max};
   r.bytes_read = bytes;
-  r.hit_gpu = chunk_loads ? double(hits[Tier::kGpu]) / chunk_loads : 0;
-  r.hit_cpu = chunk_loads ? double(hits[Tier::kCpu]) / chunk_loads : 0;
-  r.chunks_read = read_chunks[Tier::kDisk];
-  r.remote_chunks_read = read_chunks[Tier::kRemote];
+  r.hit_rate = SharesOf(hits, chunk_loads);
+  r.chunks_read = read_chunks;
   r.kept_share = selection.KeptShare();
   // Selection reads K/V of chunks holding kept tokens; as reads every chunk.
   r.kv_chunks_per_request = n ? double(r.kept_share < 1.0 ? selected_chunks : chunk_loads) / n : 0;
-  // GPU hits among the chunks whose K/V were read (every load for as).
-  const int64_t kv_n = kv_tier.Total();
-  r.kv_hit_gpu = r.kept_share < 1.0 ? (kv_n ? double(kv_tier[Tier::kGpu]) / kv_n : 0) : r.hit_gpu;
+  // Each tier's share of the chunks whose K/V were read (every load for as).
+  r.kv_hit_rate = r.kept_share < 1.0 ? SharesOf(kv_tier, kv_tier.Total()) : r.hit_rate;
   r.chunk_loads = chunk_loads;
   r.reused_tokens = reused;
   r.computed_tokens = computed;

@@ -162,7 +162,7 @@ Status ChunkReader::Fetch(const std::vector<uint64_t>& chunks, int layer, const 
   OfferToCache(chunks, layer, pending, *out);
   spans->Close();
   stats->bytes += bytes;
-  for (Tier t : {Tier::kDisk, Tier::kRemote})
+  for (Tier t : kTiers)  // `bytes` holds only what the backends read, by each one's tier
     if (bytes[t] > 0) cache_->RecordRead(t, bytes[t]);
   return Status::OK();
 }

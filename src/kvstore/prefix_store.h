@@ -69,7 +69,7 @@ struct PrefixStoreOptions {
   // The tiers, fastest first (kvstore/store_tiers.h): the cache levels, the
   // disk, the backends below it (such as the shared remote tier:
   // RemoteBackendFactory), made when the store opens.
-  std::vector<StoreTier> tiers = TiersOver(GpuCpuLevels(0, 0));
+  std::vector<StoreTier> tiers = TiersOver(CacheLevels({}));
   PolicyKind policy = PolicyKind::kLru;  // the cache levels' (policy/placement.h)
   double disk_bytes_per_second = 0; // cap on disk reads (0: none)
   Env* env = nullptr;               // the chunk store's file operations (Env::Default() when null)

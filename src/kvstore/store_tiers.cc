@@ -33,13 +33,13 @@ Status SplitTiers(const std::vector<StoreTier>& tiers, std::vector<CacheLevel>* 
   for (const StoreTier& t : tiers) {
     const std::string name = TierName(t.tier);
     if (t.level) {
-      if (disk || t.tier >= Tier::kDisk || t.level->tier != t.tier)
+      if (disk || !IsCacheTier(t.tier) || t.level->tier != t.tier)
         return Status::InvalidArgument("cache level '" + name + "' is not above the disk");
       levels->push_back(*t.level);
     } else if (t.backend) {
-      if (!disk || t.tier <= Tier::kDisk) return Status::InvalidArgument("backend '" + name + "' is not below the disk");
+      if (!disk || !IsBelowHome(t.tier)) return Status::InvalidArgument("backend '" + name + "' is not below the disk");
       below->push_back(&t);
-    } else if (t.tier != Tier::kDisk) {
+    } else if (t.tier != kHomeTier) {
       return Status::InvalidArgument("tier '" + name + "' is neither a cache level nor a backend");
     } else if (disk) {
       return Status::InvalidArgument("the tier list names the disk twice");
