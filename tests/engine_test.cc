@@ -191,7 +191,7 @@ TEST_P(ReuseTest, ReopenedStoreServesCommittedPrefixes) {
   RequestTrace t;
   ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, &t).ok());
   EXPECT_EQ(t.reused_tokens, 64);
-  EXPECT_EQ(t.load.bytes[2], 4 * model_->config().num_layers * (*store)->chunk_kv_bytes());  // all from disk
+  EXPECT_EQ(t.load.bytes[Tier::kDisk], 4 * model_->config().num_layers * (*store)->chunk_kv_bytes());  // all from disk
 }
 
 TEST_P(ReuseTest, CorruptChunkIsRecomputedNotServed) {
@@ -242,7 +242,7 @@ TEST_P(ReuseTest, ACodecStoreServesWhatItsCodecDecodes) {
     ASSERT_TRUE(got.ok()) << got.status().message();
     EXPECT_EQ(second.reused_tokens, 64);
     EXPECT_LE((*got - CodecReference(codec, ctx)).abs().max().item<double>(), 1e-4);
-    EXPECT_EQ(second.load.bytes[2], EncodedPrefixBytes((*store)->geometry(), codec));
+    EXPECT_EQ(second.load.bytes[Tier::kDisk], EncodedPrefixBytes((*store)->geometry(), codec));
     store->reset();
     PrefixStoreOptions other = o;
     other.kv_codec = codec == KvCodec::kInt8 ? KvCodec::kInt4 : KvCodec::kInt8;
@@ -305,10 +305,10 @@ TEST_P(ReuseTest, TheCpuTierHoldsEncodedChunks) {
         auto got = RunRequest(Named("as"), *model_, store->get(), ctx, 64, &kv, t);
         ASSERT_TRUE(got.ok()) << got.status().message();
         EXPECT_EQ(t->reused_tokens, 64);
-        EXPECT_EQ(t->load.bytes[2], 0);  // nothing from the disk
+        EXPECT_EQ(t->load.bytes[Tier::kDisk], 0);  // nothing from the disk
         EXPECT_LE((*got - want).abs().max().item<double>(), 1e-4);
       }
-      if (gpu == 0) EXPECT_EQ(second.load.bytes[1], encoded);  // the CPU tier serves the encoded bytes
+      if (gpu == 0) EXPECT_EQ(second.load.bytes[Tier::kCpu], encoded);  // the CPU tier serves the encoded bytes
       EXPECT_EQ(cache.entries(Tier::kGpu) + cache.entries(Tier::kCpu), static_cast<size_t>(4 * layers));
       EXPECT_LE(cache.used(Tier::kCpu), encoded);
     }
@@ -327,12 +327,12 @@ TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
   EXPECT_TRUE(run(Named("impress-itf", 1.0), &i1_t).equal(as));
   at::Tensor h2o = run(Named("h2o-lfu", 0.1), &h_t);
   at::Tensor itf = run(Itf().never, &i_t);
-  EXPECT_LE(h_t.load.bytes[2], as_t.load.bytes[2]);
+  EXPECT_LE(h_t.load.bytes[Tier::kDisk], as_t.load.bytes[Tier::kDisk]);
   EXPECT_TRUE(itf.equal(h2o));
   const int64_t layers = model_->config().num_layers;
   TempDir probe_dir;
   auto geometry = (*PrefixStore::Open(*model_, Options(probe_dir.path())))->geometry();
-  EXPECT_EQ(i_t.load.bytes[2], h_t.load.bytes[2] + 10 * layers * static_cast<int64_t>(geometry.ProbeBytes()));
+  EXPECT_EQ(i_t.load.bytes[Tier::kDisk], h_t.load.bytes[Tier::kDisk] + 10 * layers * static_cast<int64_t>(geometry.ProbeBytes()));
   int64_t probes = 0, fallbacks = 0;
   for (int l = 0; l < layers; ++l) probes += i_t.selection.probes[l], fallbacks += i_t.selection.fallbacks[l];
   EXPECT_EQ(probes, layers);
@@ -350,7 +350,7 @@ TEST_P(ReuseTest, SelectiveLoadingFromTheStore) {
     EXPECT_EQ(c_t.selection.kept[l], 26) << "layer " << l;
     EXPECT_EQ(c_t.layer_kv_chunks[l], 2) << "layer " << l;
   }
-  EXPECT_EQ(c_t.load.bytes[2], layers * static_cast<int64_t>(10 * geometry.ProbeBytes() + 2 * 2 * geometry.KeyBytes()));
+  EXPECT_EQ(c_t.load.bytes[Tier::kDisk], layers * static_cast<int64_t>(10 * geometry.ProbeBytes() + 2 * 2 * geometry.KeyBytes()));
   EXPECT_FALSE(by_chunk.equal(as));
 }
 
@@ -438,8 +438,8 @@ TEST_P(ReuseTest, SelectionPrefetchChangesOnlyWhenBytesAreRead) {
     RequestTrace on, off;
     at::Tensor with = run(sys, true, &on), without = run(sys, false, &off);
     ExpectSameSelection(with, on, without, off);
-    EXPECT_GT(on.load.bytes[2], 0);
-    EXPECT_EQ(on.load.bytes[2], off.load.bytes[2]);
+    EXPECT_GT(on.load.bytes[Tier::kDisk], 0);
+    EXPECT_EQ(on.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk]);
   }
 }
 
@@ -466,7 +466,7 @@ TEST_P(ReuseTest, SpeculationChangesOnlyWhichBytesAreReadAhead) {
     const bool trusts = sys.select.kind == SelectorKind::kItf && sys.select.alpha > 1 && sys.select.retention < 1;
     if (!trusts) {  // nothing agreed, or nothing to guess: the same reads
       EXPECT_EQ(on.speculated_chunks, 0);
-      EXPECT_EQ(on.load.bytes[2], off.load.bytes[2]);
+      EXPECT_EQ(on.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk]);
       continue;
     }
     // Every layer after the first guesses from the one before.
@@ -474,7 +474,7 @@ TEST_P(ReuseTest, SpeculationChangesOnlyWhichBytesAreReadAhead) {
     // In a trained model adjacent layers attend alike: most guesses are needed.
     if (GetParam() == "smollm2") EXPECT_GE(2 * on.speculated_used, on.speculated_chunks);
     const int64_t spec = on.speculated_chunks, used = on.speculated_used;
-    EXPECT_EQ(on.load.bytes[2], off.load.bytes[2] + (spec - used) * 2 * kb - spec * pb);
+    EXPECT_EQ(on.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk] + (spec - used) * 2 * kb - spec * pb);
   }
 }
 
@@ -493,7 +493,7 @@ TEST_P(ReuseTest, DigestSpeculationChangesOnlyWhichBytesAreReadAhead) {
   EXPECT_EQ(off.speculated_chunks, 0);
   EXPECT_GE(on.speculated_chunks, model_->config().num_layers - 1);  // every layer after the first guesses
   EXPECT_LE(on.speculated_used, on.speculated_chunks);
-  EXPECT_EQ(on.load.bytes[2], off.load.bytes[2] + (on.speculated_chunks - on.speculated_used) * 2 * kb);
+  EXPECT_EQ(on.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk] + (on.speculated_chunks - on.speculated_used) * 2 * kb);
 }
 
 // The spread probe layout from the store: the store copies the keys of the
@@ -528,7 +528,7 @@ TEST_P(ReuseTest, SpreadProbesReadTheKvHeadsTheyUse) {
   ASSERT_TRUE(h2o.ok() && fallback.ok()) << fallback.status().message();
   EXPECT_TRUE(fallback->equal(*h2o));
   const int64_t layers = c.num_layers, probe_bytes = need * 16 * c.head_dim * 2;  // 16-token chunks, fp16 (unpadded)
-  EXPECT_EQ(n_t.load.bytes[2], h_t.load.bytes[2] + 10 * layers * probe_bytes);
+  EXPECT_EQ(n_t.load.bytes[Tier::kDisk], h_t.load.bytes[Tier::kDisk] + 10 * layers * probe_bytes);
   auto trusted = run(always, ProbeLayout::kSpread, &a_t);
   ASSERT_TRUE(trusted.ok()) << trusted.status().message();
   for (int l = 0; l < layers; ++l) EXPECT_EQ(a_t.selection.fallbacks[l], 0) << "layer " << l;
@@ -536,7 +536,7 @@ TEST_P(ReuseTest, SpreadProbesReadTheKvHeadsTheyUse) {
   const int64_t key_bytes = 16 * c.num_kv_heads * c.head_dim * 2;
   int64_t want = 10 * layers * probe_bytes;
   for (int l = 0; l < layers; ++l) want += a_t.layer_kv_chunks[l] * 2 * key_bytes;
-  EXPECT_EQ(a_t.load.bytes[2], want);
+  EXPECT_EQ(a_t.load.bytes[Tier::kDisk], want);
   if (need > ProbeKvHeads({0, 1, 2}, c.num_heads, c.num_kv_heads)) {
     RequestTrace r_t;
     auto refused = run(always, ProbeLayout::kFirst, &r_t);
