@@ -56,10 +56,7 @@ nlohmann::ordered_json ScaleJson(const FigureScale& s) {
           {"itf_unit", NameOf(ItfUnitNames(), s.select.unit)}, {"probe_layout", NameOf(ProbeLayoutNames(), s.select.probe_layout)},
           {"eval_chunk", s.eval_chunk}, {"retrieval_tokens", s.retrieval_tokens},
           {"retrieval_questions", s.retrieval_questions}, {"seed", s.seed}, {"remote", s.remote}, {"remote_bw", s.remote_bw}});
-  if (!s.select.importance.exact()) {  // the papers' importance leaves the record as it was
-    j["importance_window"] = s.select.importance.window;
-    j["importance_pool"] = s.select.importance.pool;
-  }
+  AddImportanceJson(s.select.importance, &j);
   return j;
 }
 

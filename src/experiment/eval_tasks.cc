@@ -223,7 +223,6 @@ StatusOr<EvalResult> EvalTasks(Model& model, const Tokenizer& tok, const EvalCon
   EvalResult out;
   out.config = c;
   ASSIGN_OR_RETURN(out.codec, ParseKvCodec(c.kv_codec));
-  out.exact_importance = select.importance.exact();
   Scorer scorer(model, tok, select, out.codec);
   scorer.MeasureRecall(c.recall);
   if (!c.task_file.empty()) {
@@ -265,10 +264,7 @@ nlohmann::ordered_json EvalResult::ToJson() const {
                               {"itf_unit", NameOf(ItfUnitNames(), c.select.unit)}, {"chunk", c.chunk},
                               {"probe_layout", NameOf(ProbeLayoutNames(), c.select.probe_layout)}};
   if (codec != KvCodec::kNone) j["kv_codec"] = KvCodecName(codec);  // fp16 runs' JSON stays as it was
-  if (!exact_importance) {  // likewise for the papers' importance
-    j["importance_window"] = c.select.importance.window;
-    j["importance_pool"] = c.select.importance.pool;
-  }
+  AddImportanceJson(c.select.importance, &j);
   if (AnyReadsDigests({c.system})) j["digest"] = DigestJson(c.select.digest);
   if (!c.task_file.empty()) j["task_file"] = c.task_file;
   j["results"] = nlohmann::json::array();

@@ -97,7 +97,6 @@ struct TaskEval {
 struct EvalResult {
   EvalConfig config;            // as given (samples and edit_doc are not written)
   KvCodec codec = KvCodec::kNone;
-  bool exact_importance = true; // the papers' importance (no window or pooling)
   std::vector<TaskEval> results;  // one per task, in order
   std::string model;            // the caller's name for the model ("" : not written)
 

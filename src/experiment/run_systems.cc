@@ -83,10 +83,7 @@ nlohmann::ordered_json RunConfig::ToJson() const {
           {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every},
           {"remote", remote}, {"remote_bw", remote_bw}});
   if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
-  if (!select.importance.exact()) {  // likewise for the papers' importance
-    j["importance_window"] = select.importance.window;
-    j["importance_pool"] = select.importance.pool;
-  }
+  AddImportanceJson(select.importance, &j);
   if (AnyReadsDigests(systems)) j["digest"] = DigestJson(select.digest);
   if (!task_file.empty()) j["task_file"] = task_file;
   if (task == kRetrievalTask)  // the generator's parameters; the haystack size is prefix_tokens, its seed `seed`

@@ -121,6 +121,12 @@ const std::vector<std::string>& DigestGroupsNames() {
   return names;
 }
 
+void AddImportanceJson(const ImportanceShape& shape, nlohmann::ordered_json* j) {
+  if (shape.exact()) return;
+  (*j)["importance_window"] = shape.window;
+  (*j)["importance_pool"] = shape.pool;
+}
+
 nlohmann::ordered_json DigestJson(const DigestOptions& d) {
   nlohmann::ordered_json j = {{"sink_tokens", d.sink_tokens}, {"recent_tokens", d.recent_tokens},
                               {"dense_layers", d.dense_layers}, {"window", d.window}, {"pool", d.pool},

@@ -51,6 +51,10 @@ const std::vector<std::string>& DigestGroupsNames();  // "rank", "sum": indexed 
 // {"sink_tokens", "recent_tokens", "dense_layers", "window", "pool", "score", "groups"} and "codec" when not
 // int4 (records without it were made with int4 digests): what runs and evals record.
 nlohmann::ordered_json DigestJson(const DigestOptions& d);
+// Adds the importance shape to a run's, an eval's or a figure's record
+// ("importance_window", "importance_pool") unless it is the papers'
+// (exact()), so that records made with it stay as they were.
+void AddImportanceJson(const ImportanceShape& shape, nlohmann::ordered_json* j);
 
 struct SelectorOptions {
   SelectorKind kind = SelectorKind::kFull;
