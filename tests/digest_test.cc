@@ -13,6 +13,7 @@
 #include "codec/key_digest.h"
 #include "common/named.h"
 #include "select/digest.h"
+#include "select/memory_source.h"
 #include "store/chunk_store.h"
 #include "test_util.h"
 
@@ -97,6 +98,13 @@ TEST(DigestTest, APlantedKeyRanksItsChunkFirst) {
     EXPECT_EQ(scores[1].argmax().item<int64_t>(), at_pos / c) << static_cast<int>(how);
     EXPECT_EQ(DigestChunkOrder(scores, DigestGroups::kRank)[0].item<int64_t>(), at_pos / c) << static_cast<int>(how);
   }
+  // Scored from an int8 digest's codes, the query rows quantized too.
+  MemorySource src(keys, at::zeros_like(keys), c, DigestCodec::kInt8);
+  Int8Keys codes;
+  ASSERT_TRUE(src.DigestInt8(0, &codes).ok());
+  const at::Tensor scores = DigestChunkScoresInt8(q, codes, new_k, 0.18f, 0, chunk_of, p / c);
+  EXPECT_EQ(scores[1].argmax().item<int64_t>(), at_pos / c);
+  EXPECT_EQ(DigestChunkOrder(scores, DigestGroups::kRank)[0].item<int64_t>(), at_pos / c);
 }
 
 // kRowMax by its definition: each query row's softmax over the prefix keys
