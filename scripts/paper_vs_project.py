@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The "paper vs this project" table: one row per figure, the paper's claim
-beside the headline of our run, both as the figure's JSON records them
-(`impress reproduce` computes the headline from the figure's rows:
-src/experiment/figure_headline.h).
+(the figure's JSON records it) beside the headline of our run, which
+`impress list figures --json --headlines DIR` computes from the JSON's rows
+(src/experiment/figure_headline.h), so every committed figure JSON gives its
+row whether or not it recorded a headline.
 
-Usage: scripts/paper_vs_project.py [results/figures [build/impress]] > results/figures/paper_vs_project.md
-(the figure names and their order come from `impress list figures`)
+Usage: scripts/paper_vs_project.py [results/figures [IMPRESS]] > results/figures/paper_vs_project.md
+(IMPRESS: the binary, by default $IMPRESS or build/impress; the figure names
+and their order come from `impress list figures`)
 """
 import json
 import os
@@ -13,29 +15,20 @@ import subprocess
 import sys
 
 
-def load(d, name):
-    path = os.path.join(d, name + ".json")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        fig = json.load(f)
-    if "headline" not in fig:
-        print(f"{path}: no headline (written before figures recorded one; rerun `impress reproduce {name}`)",
-              file=sys.stderr)
-    return fig
-
-
 def main(args):
     d = args[0] if args else "results/figures"
-    impress = args[1] if len(args) > 1 else "build/impress"
-    names = subprocess.run([impress, "list", "figures"], check=True, capture_output=True, text=True).stdout.split()
+    impress = args[1] if len(args) > 1 else os.environ.get("IMPRESS", "build/impress")
+    listed = subprocess.run([impress, "list", "figures", "--json", "--headlines", d], check=True, capture_output=True,
+                            text=True).stdout
     print("| figure | paper | this project | command |")
     print("|---|---|---|---|")
-    for name in names:
-        f = load(d, name)
-        if f is None:
+    for entry in json.loads(listed)["figures"]:
+        if "headline" not in entry:  # no NAME.json in d
             continue
-        print(f"| {name} | {f['paper']} | {f.get('headline', '')} | `impress reproduce {name}` |")
+        name = entry["name"]
+        with open(os.path.join(d, name + ".json")) as f:
+            paper = json.load(f)["paper"]
+        print(f"| {name} | {paper} | {entry['headline']} | `impress reproduce {name}` |")
     return 0
 
 

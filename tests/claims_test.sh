@@ -2,8 +2,10 @@
 # scripts/check_claims.py passes on the repository, and fails, naming the line and the file
 # behind it, on a copy whose docs state a number its file does not give, or a number no
 # claim covers.
+# Usage: claims_test.sh REPO [IMPRESS]: the binary scripts/paper_vs_project.py runs (default REPO/build/impress).
 set -euo pipefail
 repo=$(cd "$1" && pwd)
+export IMPRESS=${2:-$repo/build/impress}
 python3 "$repo/scripts/check_claims.py" "$repo"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -2,6 +2,8 @@
 // the Makefile and CMake read instead of lists of their own), or with
 // --json every entry's properties.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "cli/commands.h"
@@ -9,6 +11,7 @@
 #include "data/task.h"
 #include "request/systems.h"
 #include "select/method.h"
+#include "experiment/figure_headline.h"
 #include "experiment/figures.h"
 
 namespace impress {
@@ -20,6 +23,7 @@ struct ListOptions {
   std::string what;
   bool paper = false;  // systems: the paper's seven only
   bool json = false;
+  std::string headlines;  // figures: each one's headline from DIR/NAME.json's rows, where it exists
 };
 
 ojson SystemsJson(bool paper_only) {
@@ -59,21 +63,36 @@ ojson CodecsJson() {
   return a;
 }
 
-ojson FiguresJson() {
+StatusOr<ojson> FiguresJson(const std::string& headlines) {
   ojson a = ojson::array();
   for (const std::string& name : FigureRunner::Names()) {
     const FigureChart& c = FigureRunner::ChartOf(name);
-    a.push_back({{"name", name},
-                 {"chart", {{"kind", c.kind}, {"columns", c.columns}, {"ylabel", c.ylabel}, {"logx", c.logx}}}});
+    ojson e = {{"name", name},
+               {"chart", {{"kind", c.kind}, {"columns", c.columns}, {"ylabel", c.ylabel}, {"logx", c.logx}}}};
+    const std::string path = headlines + "/" + name + ".json";
+    if (!headlines.empty() && std::filesystem::exists(path)) {
+      std::ifstream in(path);
+      const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+      if (j.is_discarded()) return Status::InvalidArgument(path + ": not JSON");
+      for (const char* key : {"name", "columns", "column_ids", "rows", "notes"})
+        if (!j.contains(key))
+          return Status::InvalidArgument(path + ": no '" + key + "' (not a figure as `impress reproduce` records it now)");
+      e["headline"] = FigureRunner::HeadlineOf(name, FigureFromJson(j));
+    }
+    a.push_back(e);
   }
   return a;
 }
 
 int RunList(const ListOptions& o) {
-  ojson entries = o.what == "systems" ? SystemsJson(o.paper)
-                  : o.what == "tasks" ? TasksJson()
-                  : o.what == "codecs" ? CodecsJson()
-                                       : FiguresJson();
+  ojson entries;
+  if (o.what == "figures") {
+    StatusOr<ojson> figures = FiguresJson(o.headlines);
+    if (!figures.ok()) return Fail(figures.status());
+    entries = *figures;
+  } else {
+    entries = o.what == "systems" ? SystemsJson(o.paper) : o.what == "tasks" ? TasksJson() : CodecsJson();
+  }
   if (o.json) {
     PrintRecord({{o.what, entries}}, true);
     return 0;
@@ -92,6 +111,8 @@ void AddListCommand(CLI::App& app, std::vector<Command>* commands) {
       ->check(CLI::IsMember({"systems", "figures", "tasks", "codecs"}));
   cmd->add_flag("--paper", o->paper, "systems: the paper's seven only (without the controls random and static)");
   cmd->add_flag("--json", o->json, "every entry with its properties, as JSON");
+  cmd->add_option("--headlines", o->headlines,
+                  "figures, with --json: each one's headline, computed from DIR/NAME.json's rows where it exists");
   commands->push_back({cmd, [o] { return RunList(*o); }});
 }
 

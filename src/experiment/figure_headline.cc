@@ -8,6 +8,16 @@
 #include <vector>
 
 namespace impress {
+
+Figure FigureFromJson(const nlohmann::json& j) {
+  Figure f;
+  f.name = j.at("name").get<std::string>();
+  for (size_t i = 0; i < j.at("column_ids").size(); ++i)
+    f.columns.push_back({j["column_ids"][i].get<std::string>(), j.at("columns")[i].get<std::string>()});
+  for (const auto& r : j.at("rows")) f.rows.push_back(r.get<std::vector<nlohmann::json>>());
+  for (const auto& n : j.at("notes")) f.notes.push_back(n.get<std::string>());
+  return f;
+}
 namespace {
 
 using Row = std::vector<nlohmann::json>;

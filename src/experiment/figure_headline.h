@@ -6,9 +6,15 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "experiment/figures.h"
 
 namespace impress {
+
+// A figure as `impress reproduce` recorded it (NAME.json): its name, columns
+// (ids and labels), rows and notes, which are all a headline reads.
+Figure FigureFromJson(const nlohmann::json& j);
 
 std::string IoShareHeadline(const Figure& f);
 std::string HeadJaccardHeadline(const Figure& f);
