@@ -26,7 +26,8 @@ TEST(DigestInt8Test, DotsAreTheExactIntegerProducts) {
   at::manual_seed(1);
   const int64_t p = 53, d = 24;  // not whole groups of 16 keys
   const at::Tensor k = RandomCodes({p, d});
-  const PackedInt8 packed = PackInt8Rows(k.data_ptr<int8_t>(), p, d);
+  PackedInt8 packed;
+  PackInt8Rows(k.data_ptr<int8_t>(), p, d, &packed);
   for (int64_t n = 1; n <= kInt8DotRows; ++n) {
     const at::Tensor a = RandomCodes({n, d});
     a[0].fill_(-127);  // the extremes: the unsigned offset must come off exactly

@@ -63,22 +63,19 @@ void TierFlags::Add(CLI::App* cmd) {
 }
 
 Status TierFlags::Parse(TierCounts* bytes, double* disk, double* h2d) const {
-  std::vector<std::pair<std::string, const std::string*>> flags;
-  for (Tier t : kTiers)
-    if (IsCacheTier(t)) flags.push_back({CacheFlag(t), &cache[static_cast<int>(t)]});
-  flags.push_back({"--disk-bw", &disk_bw});
-  flags.push_back({"--h2d-bw", &h2d_bw});
-  std::vector<int64_t> v;
-  for (const auto& [flag, text] : flags) {
-    auto b = ParseBytes(text->empty() ? "0" : *text);  // a cache tier the command gives no size: none
+  auto parse = [](const std::string& flag, const std::string& text, int64_t* out) {
+    auto b = ParseBytes(text.empty() ? "0" : text);  // a cache tier the command gives no size: none
     if (!b.ok()) return b.status().WithContext(flag);
-    v.push_back(*b);
-  }
-  size_t i = 0;
+    *out = *b;
+    return Status::OK();
+  };
   for (Tier t : kTiers)
-    if (IsCacheTier(t)) (*bytes)[t] = v[i++];
-  *disk = static_cast<double>(v[i++]);
-  *h2d = static_cast<double>(v[i]);
+    if (IsCacheTier(t)) RETURN_IF_ERROR(parse(CacheFlag(t), cache[static_cast<int>(t)], &(*bytes)[t]));
+  int64_t d = 0, h = 0;
+  RETURN_IF_ERROR(parse("--disk-bw", disk_bw, &d));
+  RETURN_IF_ERROR(parse("--h2d-bw", h2d_bw, &h));
+  *disk = static_cast<double>(d);
+  *h2d = static_cast<double>(h);
   return Status::OK();
 }
 

@@ -1,7 +1,8 @@
-// Sizes on the command line and percentiles in reports.
+// Sizes on the command line, percentiles in reports and printf into a string.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -14,5 +15,14 @@ StatusOr<int64_t> ParseBytes(const std::string& s);
 // Nearest-rank percentile, q in [0, 100]; 0 for an empty sample.
 double Percentile(std::vector<double> v, double q);
 double Mean(const std::vector<double>& v);
+
+// printf's output as a string (a report's cell, or a run of them).
+template <typename... Args>
+std::string Fmt(const char* format, Args... args) {
+  const int n = std::snprintf(nullptr, 0, format, args...);
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::snprintf(out.data(), out.size() + 1, format, args...);
+  return out;
+}
 
 }  // namespace impress

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/units.h"
+
 namespace impress {
 
 Figure FigureFromJson(const nlohmann::json& j) {
@@ -68,24 +70,12 @@ class Table {
   std::map<std::string, size_t> at_;
 };
 
-std::string Fmt(const char* fmt, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, fmt, v);
-  return b;
-}
-
 // "lo-hi" (each with `unit`), or one value when both print alike.
 std::string Range(const std::vector<double>& v, const char* fmt = "%.2f", const std::string& unit = "") {
   if (v.empty()) return "";
   const std::string lo = Fmt(fmt, *std::min_element(v.begin(), v.end()));
   const std::string hi = Fmt(fmt, *std::max_element(v.begin(), v.end()));
   return lo == hi ? lo + unit : lo + unit + "-" + hi + unit;
-}
-
-double Mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
 std::string Join(const std::vector<std::string>& parts, const std::string& sep) {

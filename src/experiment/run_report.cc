@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/named.h"
+#include "common/units.h"
 #include "experiment/run_systems.h"
 
 namespace impress {
@@ -21,13 +22,6 @@ std::string Size(double bytes) {
 
 long long LL(int64_t v) { return static_cast<long long>(v); }
 
-// printf into a string: a table cell or a run of them.
-template <typename... Args>
-std::string Fmt(const char* format, Args... args) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
 
 void PrintConfiguration(const RunResults& result, std::FILE* out) {
   const RunConfig& c = result.config;

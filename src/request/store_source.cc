@@ -350,6 +350,15 @@ void StoreSource::CountImportant(const at::Tensor& slots, const std::vector<int6
   store_.Observe(shares);
 }
 
+at::Tensor StoreSource::OnModelDevice(const at::Tensor& x, at::ScalarType type) {
+  if (x.device() == model_.device() && x.scalar_type() == type) return x;
+  DeviceSpans& spans = demand_spans_[layer_];
+  spans.Open();
+  at::Tensor out = x.to(model_.device(), type);
+  spans.Close();
+  return out;
+}
+
 Status StoreSource::ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put) {
   IMPRESS_CHECK(layer == layer_);
   const int64_t c = store_.geometry().chunk_tokens;
@@ -378,14 +387,7 @@ Status StoreSource::DigestInt8(int layer, Int8Keys* keys) {
     const at::Tensor order = TokenOrder(layer).to(at::kCPU, at::kLong);
     all = Int8Keys{all.codes.index_select(1, order), all.scales.index_select(1, order)};
   }
-  if (model_.device().is_cpu()) {
-    *keys = all;
-  } else {
-    DeviceSpans& spans = demand_spans_[layer_];
-    spans.Open();
-    *keys = Int8Keys{all.codes.to(model_.device()), all.scales.to(model_.device())};
-    spans.Close();
-  }
+  *keys = Int8Keys{OnModelDevice(all.codes, at::kChar), OnModelDevice(all.scales, at::kFloat)};
   return Status::OK();
 }
 
@@ -398,15 +400,7 @@ Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
   RETURN_IF_ERROR(ForEachDigest(layer, [&](const at::Tensor& d, int64_t row0) { DecodeDigestRows(*g.digests, d, all, row0, c); }));
   at::Tensor keys = all.narrow(1, 0, p);
   if (lease_.reordered()) keys = keys.index_select(1, TokenOrder(layer).to(at::kCPU, at::kLong));  // no room left
-  const at::ScalarType compute = model_.dtype();
-  if (model_.device().is_cpu() && compute == at::kFloat) {
-    *k = keys;
-  } else {
-    DeviceSpans& spans = demand_spans_[layer_];
-    spans.Open();
-    *k = keys.to(model_.device(), compute);
-    spans.Close();
-  }
+  *k = OnModelDevice(keys, model_.dtype());
   return Status::OK();
 }
 

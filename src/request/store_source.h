@@ -60,6 +60,9 @@ class StoreSource final : public PrefixSource {
   std::vector<DeviceLayerTimes> DeviceTimes() { return first_reads_.DeviceTimes(&demand_spans_); }
 
  private:
+  // `x` (host) as `type` on the model's device, the copy timed as demand
+  // work (demand_spans_); `x` itself when it is already that.
+  at::Tensor OnModelDevice(const at::Tensor& x, at::ScalarType type);
   // Calls put(digest, first row) for each chunk's digest of `layer`, in
   // stored order, counting its bytes. Errors: a chunk without one.
   Status ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put);

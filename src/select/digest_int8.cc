@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "select/chunk_mass.h"
 #include "select/digest.h"
 #include "select/importance.h"
 #include "select/int8_dots.h"
@@ -85,21 +86,6 @@ inline float ExpSum(const float* x, int64_t n, float m) {
   return s;
 }
 
-// Runs of equal chunk ids in position order: positions [start[j], start[j+1]) are chunk[j]'s.
-struct ChunkRuns {
-  std::vector<int64_t> start, chunk;
-};
-
-ChunkRuns RunsOf(const at::Tensor& chunk_of) {
-  const at::Tensor of = chunk_of.to(at::kCPU, at::kLong).contiguous();
-  const int64_t* o = of.data_ptr<int64_t>();
-  ChunkRuns runs;
-  for (int64_t i = 0; i < of.numel(); ++i)
-    if (i == 0 || o[i] != o[i - 1]) runs.start.push_back(i), runs.chunk.push_back(o[i]);
-  runs.start.push_back(of.numel());
-  return runs;
-}
-
 // One query row: `dots` [P] its integer dot products with the digest's
 // codes, `key_scale` [P] the keys' scales, `row_scale` the row's (times the
 // softmax scale), `news` [T] its exact scores over the new keys (-inf where
@@ -146,12 +132,12 @@ void RowChunkMass(const int32_t* dots, const float* key_scale, float row_scale, 
 }
 
 // Each row of `x` [R, d] (fp32) as int8 codes [R, d] and scales [R]: the
-// int8 key codec's rule (symmetric, absmax / 127 per row), in fp32.
+// int8 key codec's rule (symmetric, absmax / 127 per row), in fp32; a row
+// of zeros is codes 0 with scale 0.
 void QuantizeRows(const at::Tensor& x, at::Tensor* codes, at::Tensor* scales) {
-  const at::Tensor s = x.abs().amax(1) / 127.0f;
-  const at::Tensor safe = at::where(s > 0, s, at::ones_like(s));
+  *scales = x.abs().amax(1) / 127.0f;
+  const at::Tensor safe = at::where(*scales > 0, *scales, at::ones_like(*scales));
   *codes = at::round(x / safe.unsqueeze(1)).clamp_(-127, 127).to(at::kChar);
-  *scales = at::where(s > 0, s, at::zeros_like(s));
 }
 
 }  // namespace
@@ -163,12 +149,7 @@ at::Tensor DigestChunkScoresInt8(const at::Tensor& q, const Int8Keys& keys, cons
   IMPRESS_CHECK(hq % hkv == 0 && chunk_of.numel() == p && keys.scales.size(1) == p);
   const int64_t w = window > 0 && window < t ? window : t, first_row = t - w;
   const at::Tensor qf = (q.narrow(1, first_row, w).to(at::kFloat) * scale).reshape({hkv, g * w, d});
-  // The new keys are exact: each row's scores over those it may see, in fp32.
-  at::Tensor sn = at::bmm(qf, new_k.to(at::kFloat).transpose(1, 2)).view({hkv, g, w, t});
-  auto opts = at::TensorOptions().device(q.device()).dtype(at::kLong);
-  sn.masked_fill_(at::arange(t, opts).unsqueeze(0) > (at::arange(w, opts) + first_row).unsqueeze(1),
-                  -std::numeric_limits<float>::infinity());
-  sn = sn.view({hkv, g * w, t});
+  const at::Tensor sn = NewKeyScores(qf, new_k, g, w, first_row);  // the new keys are exact
   at::Tensor row_codes, row_scales;
   QuantizeRows(qf.reshape({hkv * g * w, d}), &row_codes, &row_scales);
   row_codes = row_codes.view({hkv, g * w, d});
@@ -181,16 +162,23 @@ at::Tensor DigestChunkScoresInt8(const at::Tensor& q, const Int8Keys& keys, cons
     const int64_t gw = g * w, blocks = (gw + kBlock - 1) / kBlock;
     const at::Tensor ks = keys.scales.to(at::kFloat).contiguous(), rs = row_scales.contiguous(),
                      news = sn.contiguous(), codes = row_codes.contiguous(), kc = keys.codes.contiguous();
-    std::vector<PackedInt8> packed(static_cast<size_t>(hkv));
+    // Scratch kept by each thread from layer to layer: no allocation per layer.
+    // The lambdas below run on other threads: they see the caller's packed
+    // keys through this reference (a thread_local named there is their own).
+    thread_local std::vector<PackedInt8> caller_packed;
+    std::vector<PackedInt8>& packed = caller_packed;
+    packed.resize(static_cast<size_t>(hkv));
     at::parallel_for(0, hkv, 1, [&](int64_t h0, int64_t h1) {
-      for (int64_t h = h0; h < h1; ++h)
-        packed[static_cast<size_t>(h)] = PackInt8Rows(kc.data_ptr<int8_t>() + h * p * d, p, d);
+      for (int64_t h = h0; h < h1; ++h) PackInt8Rows(kc.data_ptr<int8_t>() + h * p * d, p, d, &packed[static_cast<size_t>(h)]);
     });
     mass = at::zeros({hkv, gw, n_chunks}, at::kFloat);
     const ChunkRuns runs = RunsOf(chunk_of);
     at::parallel_for(0, hkv * blocks, 1, [&](int64_t u0, int64_t u1) {
-      std::vector<int32_t> dots(static_cast<size_t>(kBlock * p));
-      std::vector<float> buf(static_cast<size_t>(p)), pooled(pool > 1 ? static_cast<size_t>(p) : 0);
+      thread_local std::vector<int32_t> dots;
+      thread_local std::vector<float> buf, pooled;
+      dots.resize(static_cast<size_t>(kBlock * p));
+      buf.resize(static_cast<size_t>(p));
+      pooled.resize(pool > 1 ? static_cast<size_t>(p) : 0);
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t h = u / blocks, r0 = h * gw + (u % blocks) * kBlock, n = std::min(kBlock, (h + 1) * gw - r0);
         Int8Dots(codes.data_ptr<int8_t>() + r0 * d, n, packed[static_cast<size_t>(h)], dots.data(), p);
@@ -206,12 +194,7 @@ at::Tensor DigestChunkScoresInt8(const at::Tensor& q, const Int8Keys& keys, cons
     // The same numbers with device ops: integer products below 2^24 are exact in fp32.
     at::Tensor sp = at::bmm(row_codes.to(at::kFloat), keys.codes.to(at::kFloat).transpose(1, 2));
     sp.mul_(keys.scales.to(at::kFloat).unsqueeze(1)).mul_(row_scales.unsqueeze(2));
-    const at::Tensor m = at::maximum(sp.amax(-1, true), sn.amax(-1, true));
-    sp.sub_(m).exp_();
-    const at::Tensor den = sp.sum(-1, true) + sn.sub(m).exp_().sum(-1, true);
-    if (pool > 1) sp = at::max_pool1d(sp, {pool}, {1}, {pool / 2});
-    mass = at::zeros({hkv, g * w, n_chunks}, sp.options()).index_add_(2, chunk_of.to(sp.device(), at::kLong), sp);
-    mass.div_(den);
+    mass = SoftmaxChunkMass(sp, sn, chunk_of, n_chunks, pool);
   }
   return std::get<0>(std::get<0>(mass.view({hkv, g, w, n_chunks}).max(2)).max(1));
 }

@@ -1,13 +1,13 @@
 // Chunk scores from digests: the keys a digest gives, and the two ways of
 // scoring chunks from them (select/digest.h).
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #include <limits>
 #include <vector>
 
 #include "codec/key_digest.h"
 #include "common/status.h"
+#include "select/chunk_mass.h"
 #include "select/digest.h"
 
 namespace impress {
@@ -41,59 +41,17 @@ at::Tensor QuestBounds(const at::Tensor& q, const at::Tensor& digest_keys, float
       .view({hq, t, n_chunks});
 }
 
-// Sums each row of `x` [R, P] (fp32, contiguous, host) over each chunk's
-// positions into `out` [R, C] (zeroed), one pass over each run of positions
-// of one chunk: what index_add_ along P gives, in the same order of adds.
-void ChunkSumsHost(const at::Tensor& x, const at::Tensor& chunk_of, const at::Tensor& out) {
-  const int64_t r = x.size(0), p = x.size(1), c = out.size(1);
-  const at::Tensor of = chunk_of.to(at::kCPU, at::kLong).contiguous();
-  const int64_t* ofp = of.data_ptr<int64_t>();
-  std::vector<int64_t> run_start, run_chunk;  // runs of equal chunk ids
-  for (int64_t i = 0; i < p; ++i)
-    if (i == 0 || ofp[i] != ofp[i - 1]) run_start.push_back(i), run_chunk.push_back(ofp[i]);
-  run_start.push_back(p);
-  const float* in = x.data_ptr<float>();
-  float* o = out.data_ptr<float>();
-  at::parallel_for(0, r, 1, [&](int64_t r0, int64_t r1) {
-    for (int64_t row = r0; row < r1; ++row) {
-      const float* xr = in + row * p;
-      float* orow = o + row * c;
-      for (size_t j = 0; j + 1 < run_start.size(); ++j) {
-        float s = orow[run_chunk[j]];
-        for (int64_t i = run_start[j]; i < run_start[j + 1]; ++i) s += xr[i];
-        orow[run_chunk[j]] = s;
-      }
-    }
-  });
-}
-
 // Each query row's attention over the prefix (digest keys, then the new
-// tokens it may see), summed over each chunk's tokens; a chunk's score is its
-// best row's: [Hq, C]. The exponentials are summed per chunk before the
-// division by each row's total.
+// tokens it may see), summed over each chunk's tokens (SoftmaxChunkMass); a
+// chunk's score is its best row's: [Hq, C].
 at::Tensor RowMaxChunkMass(const at::Tensor& rows, int64_t first_row, const at::Tensor& digest_keys,
                            const at::Tensor& new_k, float scale, const at::Tensor& chunk_of, int64_t n_chunks,
                            int64_t pool) {
   const int64_t hq = rows.size(0), w = rows.size(1), hkv = digest_keys.size(0), d = digest_keys.size(2),
-                t = new_k.size(1), g = hq / hkv, p = digest_keys.size(1);
+                g = hq / hkv;
   const at::Tensor qf = (rows.to(at::kFloat) * scale).reshape({hkv, g * w, d});
   at::Tensor sp = at::bmm(qf, digest_keys.to(at::kFloat).transpose(1, 2));  // [Hkv, G*W, P], ours
-  at::Tensor sn = at::bmm(qf, new_k.to(at::kFloat).transpose(1, 2)).view({hkv, g, w, t});
-  auto opts = at::TensorOptions().device(rows.device()).dtype(at::kLong);
-  const at::Tensor future = at::arange(t, opts).unsqueeze(0) > (at::arange(w, opts) + first_row).unsqueeze(1);
-  sn.masked_fill_(future, -std::numeric_limits<float>::infinity());
-  sn = sn.view({hkv, g * w, t});
-  const at::Tensor m = at::maximum(sp.amax(-1, true), sn.amax(-1, true));
-  sp.sub_(m).exp_();
-  const at::Tensor den = sp.sum(-1, true) + sn.sub_(m).exp_().sum(-1, true);  // [Hkv, G*W, 1]
-  if (pool > 1) sp = at::max_pool1d(sp, {pool}, {1}, {pool / 2});
-  at::Tensor mass = at::zeros({hkv, g * w, n_chunks}, sp.options());
-  if (HostFloat(sp) && sp.is_contiguous()) {
-    ChunkSumsHost(sp.view({hkv * g * w, p}), chunk_of, mass.view({hkv * g * w, n_chunks}));
-  } else {
-    mass.index_add_(2, chunk_of.to(sp.device(), at::kLong), sp);
-  }
-  mass.div_(den);
+  const at::Tensor mass = SoftmaxChunkMass(sp, NewKeyScores(qf, new_k, g, w, first_row), chunk_of, n_chunks, pool);
   return std::get<0>(mass.view({hkv, g, w, n_chunks}).max(2)).reshape({hq, n_chunks});
 }
 

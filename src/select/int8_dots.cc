@@ -60,10 +60,10 @@ void Int8DotsPlain(const int8_t* a, int64_t n, const PackedInt8& k, int32_t* dot
     }
 }
 
-PackedInt8 PackInt8Rows(const int8_t* rows, int64_t n, int64_t dim) {
+void PackInt8Rows(const int8_t* rows, int64_t n, int64_t dim, PackedInt8* out) {
   IMPRESS_CHECK(dim % 4 == 0 && dim <= kMaxInt8Dim && n >= 0);
   const int64_t groups = (n + kGroup - 1) / kGroup, steps = dim / 4;
-  PackedInt8 p;
+  PackedInt8& p = *out;
   p.rows = n;
   p.dim = dim;
   p.bytes.assign(static_cast<size_t>(groups * kGroup * dim), 0);
@@ -75,7 +75,6 @@ PackedInt8 PackInt8Rows(const int8_t* rows, int64_t n, int64_t dim) {
     for (int64_t d = 0; d < dim; ++d) sum += rows[j * dim + d];
     p.sums[static_cast<size_t>(j)] = sum;
   }
-  return p;
 }
 
 void Int8Dots(const int8_t* a, int64_t n, const PackedInt8& k, int32_t* dots, int64_t stride) {

@@ -17,9 +17,10 @@ struct PackedInt8 {
   int64_t rows = 0, dim = 0;
 };
 
+// Packs `rows` into `out`, reusing its memory.
 // REQUIRES: dim a multiple of 4, at most kMaxInt8Dim.
 constexpr int64_t kMaxInt8Dim = 256;
-PackedInt8 PackInt8Rows(const int8_t* rows, int64_t n, int64_t dim);
+void PackInt8Rows(const int8_t* rows, int64_t n, int64_t dim, PackedInt8* out);
 
 // The most rows of `a` one Int8Dots call takes.
 constexpr int64_t kInt8DotRows = 8;
