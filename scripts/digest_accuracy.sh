@@ -9,7 +9,8 @@
 # window fewer scoring rows (4, 8, 1); rowmax the options measured beside the
 # defaults of 8bbefd8; int8 int8 digests (--digest-codec int8) at every retention;
 # int8q the same once int8 digests are scored from their codes (the query rows
-# quantized too: DigestChunkScoresInt8), at every retention.
+# quantized too: DigestChunkScoresInt8), at every retention; int8q_w16 the same
+# scored from the last 16 question rows only.
 set -euo pipefail
 build=${1:?usage: digest_accuracy.sh BUILD OUT [STEPS]}; out=${2:?}; steps=${3:-retention options options2}
 model=${MODEL:-models/smollm2-135m}
@@ -58,6 +59,8 @@ for step in $steps; do
       for r in 0.10 0.25 0.05 0.50; do run "$r" digest-int8 --digest-codec int8; done ;;
     int8q)  # int8 digests scored in int8 (query rows quantized as the keys are)
       for r in 0.25 0.10 0.05 0.50; do run "$r" digest-int8q --digest-codec int8; done ;;
+    int8q_w16)  # the same scored from the last 16 question rows (a quarter of the scoring work at 8K)
+      for r in 0.25 0.10 0.05 0.50; do run "$r" digest-int8q-w16 --digest-codec int8 --digest-window 16; done ;;
     *) echo "digest_accuracy.sh: unknown step '$step'" >&2; exit 1 ;;
   esac
 done
