@@ -99,7 +99,7 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
       Seen s;
       std::unique_ptr<RewindableKv> kv;
       auto r = RunRequest(system, *models_[d], store->get(), Context(q), kPrefix, &kv, &s.trace,
-                          RequestOptions{prefetch, false});
+                          RequestOptions{prefetch, Speculation::kOff});
       EXPECT_TRUE(r.ok()) << r.status().message();
       if (!r.ok()) return seen;
       s.logprobs = r->cpu();

@@ -458,8 +458,8 @@ TEST_P(ReuseTest, SpeculationChangesOnlyWhichBytesAreReadAhead) {
     SCOPED_TRACE(sys.name + " retention " + std::to_string(sys.select.retention) + " alpha " +
                  std::to_string(sys.select.alpha));
     RequestTrace on, off;
-    at::Tensor with = OnStoredPrefix(sys, &on, RequestOptions{true, true});
-    at::Tensor without = OnStoredPrefix(sys, &off, RequestOptions{true, false});
+    at::Tensor with = OnStoredPrefix(sys, &on, RequestOptions{true, Speculation::kAnywhere});
+    at::Tensor without = OnStoredPrefix(sys, &off, RequestOptions{true, Speculation::kOff});
     ExpectSameSelection(with, on, without, off);
     EXPECT_EQ(off.speculated_chunks, 0);
     EXPECT_LE(on.speculated_used, on.speculated_chunks);
@@ -487,13 +487,69 @@ TEST_P(ReuseTest, DigestSpeculationChangesOnlyWhichBytesAreReadAhead) {
   store_digests_ = true;
   const System sys = Named("digest", 0.25);
   RequestTrace on, off;
-  at::Tensor with = OnStoredPrefix(sys, &on, RequestOptions{true, true});
-  at::Tensor without = OnStoredPrefix(sys, &off, RequestOptions{true, false});
+  at::Tensor with = OnStoredPrefix(sys, &on, RequestOptions{true, Speculation::kAnywhere});
+  at::Tensor without = OnStoredPrefix(sys, &off, RequestOptions{true, Speculation::kOff});
   ExpectSameSelection(with, on, without, off);
   EXPECT_EQ(off.speculated_chunks, 0);
   EXPECT_GE(on.speculated_chunks, model_->config().num_layers - 1);  // every layer after the first guesses
   EXPECT_LE(on.speculated_used, on.speculated_chunks);
   EXPECT_EQ(on.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk] + (on.speculated_chunks - on.speculated_used) * 2 * kb);
+}
+
+// With Speculation::kCached the guess takes only chunks a cache level holds:
+// the store is reopened with empty caches big enough for every chunk (no
+// eviction), a digest request with another question caches the chunks it
+// chose, and the measured request then reads from disk exactly what it reads
+// without speculation, guessing only cached chunks, while kAnywhere's guess
+// reads more from disk. Selections and attention are the same in all three.
+TEST_P(ReuseTest, DigestSpeculationFromTheCachesReadsNothingBelowThem) {
+  store_digests_ = true;
+  System sys = Named("digest", 0.25);
+  sys.select.digest.sink_tokens = 0;  // at 160 tokens the default sink is 4 of the 10 chunks, in every set
+  const std::vector<int32_t> prefix = Tokens(160, 4);
+  auto with_question = [&](int seed) {
+    std::vector<int32_t> ctx = prefix;
+    for (int32_t tok : Tokens(12, seed)) ctx.push_back(tok);
+    return ctx;
+  };
+  auto run = [&](Speculation how, RequestTrace* t) {
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.digests = DigestOptions().codec;
+    std::unique_ptr<RewindableKv> kv;
+    {
+      auto store = PrefixStore::Open(*model_, o);
+      RequestTrace fill;
+      EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &fill).ok());
+    }
+    TierCounts bytes;
+    bytes[Tier::kCpu] = 64 << 20;
+    o.tiers = TiersOver(CacheLevels(bytes));
+    auto store = PrefixStore::Open(*model_, o);
+    RequestTrace warm;
+    EXPECT_TRUE(RunRequest(sys, *model_, store->get(), with_question(91), 160, &kv, &warm).ok());
+    EXPECT_GT(warm.load.bytes[Tier::kDisk], 0);  // the caches started empty
+    auto r = RunRequest(sys, *model_, store->get(), with_question(77), 160, &kv, t, RequestOptions{true, how});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : at::Tensor();
+  };
+  RequestTrace off, cached, anywhere;
+  at::Tensor without = run(Speculation::kOff, &off);
+  at::Tensor from_caches = run(Speculation::kCached, &cached);
+  at::Tensor guessing = run(Speculation::kAnywhere, &anywhere);
+  // What attention saw and every layer's selection (not the chunks served:
+  // an unneeded guess is served too).
+  for (const auto& [logits, trace] : {std::pair{from_caches, &cached}, std::pair{guessing, &anywhere}}) {
+    EXPECT_TRUE(logits.equal(without));
+    EXPECT_EQ(trace->layer_kv_chunks, off.layer_kv_chunks);
+    EXPECT_EQ(trace->selection.kept, off.selection.kept);
+  }
+  EXPECT_GT(off.load.bytes[Tier::kDisk], 0);  // the other question chose other chunks
+  EXPECT_EQ(cached.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk]);
+  EXPECT_EQ(cached.load.read[Tier::kDisk], off.load.read[Tier::kDisk]);
+  EXPECT_GT(cached.speculated_chunks, 0);
+  EXPECT_LT(cached.speculated_chunks, anywhere.speculated_chunks);  // some guessed chunks were not cached
+  EXPECT_GT(anywhere.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk]);
 }
 
 // The spread probe layout from the store: the store copies the keys of the

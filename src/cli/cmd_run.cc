@@ -28,7 +28,7 @@ struct RunOptions {
   TierFlags tiers{{"64M", "128M"}};
   RunConfig config;
   SweepAxes axes;
-  bool no_prefetch = false;
+  bool no_prefetch = false, speculate = false, speculate_cached = false;
   std::string json_path;
   bool brief = false;
   std::string remote_bw = "0";
@@ -41,6 +41,7 @@ int RunRun(RunOptions o) {
   RunConfig& c = o.config;
   c.systems = SplitList(o.systems);
   c.prefetch = !o.no_prefetch;
+  c.speculate = o.speculate_cached ? Speculation::kCached : o.speculate ? Speculation::kAnywhere : Speculation::kOff;
   for (const std::string& name : c.systems) {
     auto s = ParseSystem(name, 1.0, 0.0);
     if (!s.ok()) return Fail(s.status());
@@ -133,11 +134,17 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--seed", c->seed, "seed of the pool and the stream");
   cmd->add_option("--data", c->data, "folder with <task>/<split>.jsonl");
   CLI::Option* no_prefetch = cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
-  cmd->add_flag("--speculate", c->speculate,
-                "impress and digest systems: read ahead the K/V chunks that the last layer's chosen tokens (impress: "
-                "the last trusted layer's agreed tokens) occupy, a guess at the next layer's (beyond the paper; a "
-                "kind of read-ahead)")
-      ->excludes(no_prefetch);
+  CLI::Option* speculate =
+      cmd->add_flag("--speculate", o->speculate,
+                    "impress and digest systems: read ahead the K/V chunks that the last layer's chosen tokens "
+                    "(impress: the last trusted layer's agreed tokens) occupy, a guess at the next layer's (beyond "
+                    "the paper; a kind of read-ahead)")
+          ->excludes(no_prefetch);
+  cmd->add_flag("--speculate-cached", o->speculate_cached,
+                "as --speculate, but the guess takes only chunks a cache tier holds: no bytes from disk or remote "
+                "on a guess")
+      ->excludes(no_prefetch)
+      ->excludes(speculate);
   cmd->add_option("--reorder-every", c->reorder_every,
                   "RO systems: besides the pass that ends the warm-up, reorder in the background after every N requests (0: never)")
       ->check(NonNegativeNumber());

@@ -10,6 +10,7 @@
 
 #include "cache/tier.h"
 #include "data/retrieval.h"
+#include "request/request_trace.h"
 #include "request/systems.h"
 
 namespace impress {
@@ -45,7 +46,7 @@ struct RunConfig {
   SelectorOptions select = RunSelectionDefaults();
   uint64_t seed = 1234;
   bool prefetch = true;
-  bool speculate = false;                          // ITF systems: RequestOptions::speculate
+  Speculation speculate = Speculation::kOff;       // impress and digest systems: RequestOptions::speculate
   int reorder_every = 0;                           // RO systems: background pass every N requests (0: never)
   std::string remote;                              // redis://HOST:PORT[,...]: the shared tier below the disk (empty: none)
   double remote_bw = 0;                            // bytes/s cap on remote reads (0: none)

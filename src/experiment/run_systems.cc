@@ -79,10 +79,11 @@ nlohmann::ordered_json RunConfig::ToJson() const {
   AddCacheBytes(cache_bytes, &j);
   j.update(nlohmann::ordered_json{{"retention", select.retention}, {"alpha", select.alpha},
           {"itf_unit", NameOf(ItfUnitNames(), select.unit)}, {"probe_layout", NameOf(ProbeLayoutNames(), select.probe_layout)}, {"disk_bw", disk_bw}, {"h2d_bw", h2d_bw}, {"seed", seed}, {"mean", mean},
-          {"spread", spread}, {"prefetch", prefetch}, {"speculate", speculate}, {"systems", systems},
+          {"spread", spread}, {"prefetch", prefetch}, {"speculate", speculate != Speculation::kOff}, {"systems", systems},
           {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every},
           {"remote", remote}, {"remote_bw", remote_bw}});
   if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
+  if (speculate == Speculation::kCached) j["speculate_from"] = "cache";  // and so do the other runs'
   AddImportanceJson(select.importance, &j);
   if (AnyReadsDigests(systems)) j["digest"] = DigestJson(select.digest);
   if (!task_file.empty()) j["task_file"] = task_file;

@@ -148,6 +148,8 @@ class PrefixStore {
   // What requests tell the score policy (TieredCache::Observe,
   // ChunkReader::ObserveWhole); nothing happens when wants_observations() is false.
   bool wants_observations() const { return cache_->wants_observations(); }
+  // Whether a cache level holds (chunk, layer) now (no access counted).
+  bool Cached(uint64_t chunk, int layer) const { return cache_->Where(ChunkKey{chunk, layer}.packed()).has_value(); }
   void Observe(const std::vector<std::pair<uint64_t, double>>& important_shares) { cache_->Observe(important_shares); }
   void ObserveWhole(const std::vector<uint64_t>& chunks, int layer) { reader_->ObserveWhole(chunks, layer); }
   // The digest of a stored (chunk, layer), resident in host memory

@@ -64,6 +64,13 @@ struct RequestTrace {
   int64_t healed_chunks = 0;  // chunks this request recomputed and wrote back (PrefixStore::Heal)
 };
 
+// Where a speculative guess (RequestOptions::speculate) may read from.
+enum class Speculation : uint8_t {
+  kOff,
+  kAnywhere,  // every guessed chunk, from the caches or below them
+  kCached,    // only guessed chunks a cache level holds: a guess reads nothing from disk or remote
+};
+
 struct RequestOptions {
   // Read ahead while layer l computes: all of layer l+1 under full reuse; under
   // selection the part its queries do not decide (keys, or probe keys).
@@ -75,7 +82,10 @@ struct RequestOptions {
   // read and when, never what attention sees: chunks the guess misses are
   // read after the layer's selection, chunks it wrongly names cost bytes
   // (and count as accesses to the cache policies, as every read does).
-  bool speculate = false;
+  // kCached leaves out of the guess the chunks no cache level holds: they are
+  // read after the selection when needed, so a guess costs no bytes below
+  // the caches.
+  Speculation speculate = Speculation::kOff;
   // Also told what every layer's selection ranked by and chose (may be null;
   // on a failed read a layer reports an empty selection).
   SelectionObserver* observer = nullptr;

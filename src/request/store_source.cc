@@ -82,7 +82,8 @@ StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLea
                          const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace)
     : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
       first_parts_(PartsOf(ahead)),
-      speculate_(ro.speculate && ro.prefetch && (ahead == ReadAhead::kProbeKeys || ahead == ReadAhead::kNone)),
+      speculate_(ro.prefetch && (ahead == ReadAhead::kProbeKeys || ahead == ReadAhead::kNone) ? ro.speculate
+                                                                                              : Speculation::kOff),
       key_room_(new_tokens),
       first_reads_(model.config().num_layers, [this](int l, DeviceSpans* spans) { return ReadFirst(l, spans); }, store.load_stream()) {
   // Each layer's token order, on the device once per lease (on the CPU the lease's own).
@@ -103,7 +104,8 @@ void StoreSource::Start(int l) {
 // makes the more important), ascending. After reordering each layer has its
 // own order, and the guessing layer's less important tokens scatter over the
 // rest of layer l's chunks; in token order this takes nearly all the chunks
-// holding a guessed token, as layer l will.
+// holding a guessed token, as layer l will. Speculation::kCached keeps of
+// those only the ones a cache level holds.
 std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
   const int64_t c = store_.geometry().chunk_tokens;
   std::vector<int64_t> count(chunks_.size(), 0), order;
@@ -114,6 +116,10 @@ std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
     if (count[i] > 0) order.push_back(static_cast<int64_t>(i));
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return count[a] > count[b]; });
   order.resize(std::min<size_t>(order.size(), static_cast<size_t>(g.chunks)));
+  if (speculate_ == Speculation::kCached)  // a chunk evicted before the read is read from below: counted, rare
+    order.erase(std::remove_if(order.begin(), order.end(),
+                               [&](int64_t i) { return !store_.Cached(chunks_[i], l); }),
+                order.end());
   std::sort(order.begin(), order.end());
   return order;
 }
@@ -123,7 +129,7 @@ std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
 StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
   store_.load_stream().Wait(token_order_ready_);  // on the load stream: after the token order's copy up
   FirstRead r;
-  const bool guess = speculate_ && last_guess_.tokens.defined();
+  const bool guess = speculate_ != Speculation::kOff && last_guess_.tokens.defined();
   if (first_parts_ == 0 && !guess) {  // the method reads nothing ahead: every chunk's parts start empty
     r.parts.resize(chunks_.size());
     return r;

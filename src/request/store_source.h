@@ -107,7 +107,7 @@ class StoreSource final : public PrefixSource {
   RequestTrace* trace_;
   bool prefetch_;
   uint8_t first_parts_;  // ChunkPart bits of every layer's first read
-  bool speculate_;       // RequestOptions::speculate, where it applies
+  Speculation speculate_;  // RequestOptions::speculate where it applies, else kOff
   int64_t key_room_;     // rows after each head's in the keys handed out
   int layer_ = -1;       // the layer Begin last took
   std::vector<ChunkParts> parts_;  // what the current layer has read
