@@ -7,8 +7,10 @@
 # scripts/retrieval_retention_table.py's tables against recomp and pooled H2O.
 #   scripts/ruler_accuracy.sh BUILD OUT TOKENS [HAYSTACKS] [KEYS] [SEED]
 # Defaults: 10 haystacks of 20 keys (200 questions), seed 1; RETENTIONS (env,
-# default "0.25 0.10 0.50") the selections' retentions. A run already in OUT
-# is kept: remove its JSON to redo it.
+# default "0.25 0.10 0.50") the selections' retentions; VARIANTS (env,
+# "NAME ARGS...;NAME ARGS...") evals run at each retention instead of the
+# systems compared (no tables then). A run already in OUT is kept: remove its
+# JSON to redo it.
 set -euo pipefail
 build=${1:?usage: ruler_accuracy.sh BUILD OUT TOKENS [HAYSTACKS] [KEYS] [SEED]}; out=${2:?}; tokens=${3:?}
 haystacks=${4:-10}; keys=${5:-20}; seed=${6:-1}
@@ -29,6 +31,13 @@ run() {  # RETENTION NAME ARGS...
   python3 "$here/strip_contexts.py" "$dir/$name.samples.jsonl"  # the task file holds them
 }
 run 0.25 recomp --system recomp
+if [ -n "${VARIANTS:-}" ]; then  # "NAME ARGS...;NAME ARGS..." at each retention instead of the systems below
+  IFS=';' read -ra variants <<<"$VARIANTS"
+  for r in ${RETENTIONS:-0.25 0.10 0.50}; do
+    for v in "${variants[@]}"; do read -ra words <<<"$v"; run "$r" "${words[@]}"; done
+  done
+  exit 0
+fi
 for r in ${RETENTIONS:-0.25 0.10 0.50}; do  # the project's own and the paper's first: each eval takes minutes
   run "$r" digest --system digest
   run "$r" impress-itf-chunk --system impress-itf --itf-unit chunk
