@@ -88,6 +88,23 @@ int RunRun(RunOptions o) {
   return 0;
 }
 
+// --no-prefetch, --speculate and --speculate-cached (RunRun makes them one
+// prefetch flag and one Speculation).
+void AddReadAheadFlags(CLI::App* cmd, RunOptions* o) {
+  CLI::Option* no_prefetch = cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
+  CLI::Option* speculate =
+      cmd->add_flag("--speculate", o->speculate,
+                    "impress and digest systems: read ahead the K/V chunks that the last layer's chosen tokens "
+                    "(impress: the last trusted layer's agreed tokens) occupy, a guess at the next layer's (beyond "
+                    "the paper; a kind of read-ahead)")
+          ->excludes(no_prefetch);
+  cmd->add_flag("--speculate-cached", o->speculate_cached,
+                "as --speculate, but the guess takes only chunks a cache tier holds: no bytes from disk or remote "
+                "on a guess")
+      ->excludes(no_prefetch)
+      ->excludes(speculate);
+}
+
 }  // namespace
 
 void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
@@ -133,18 +150,7 @@ void AddRunCommand(CLI::App& app, std::vector<Command>* commands) {
   cmd->add_option("--spread", c->spread, "standard deviation of the prefix choice, fraction of the pool");
   cmd->add_option("--seed", c->seed, "seed of the pool and the stream");
   cmd->add_option("--data", c->data, "folder with <task>/<split>.jsonl");
-  CLI::Option* no_prefetch = cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
-  CLI::Option* speculate =
-      cmd->add_flag("--speculate", o->speculate,
-                    "impress and digest systems: read ahead the K/V chunks that the last layer's chosen tokens "
-                    "(impress: the last trusted layer's agreed tokens) occupy, a guess at the next layer's (beyond "
-                    "the paper; a kind of read-ahead)")
-          ->excludes(no_prefetch);
-  cmd->add_flag("--speculate-cached", o->speculate_cached,
-                "as --speculate, but the guess takes only chunks a cache tier holds: no bytes from disk or remote "
-                "on a guess")
-      ->excludes(no_prefetch)
-      ->excludes(speculate);
+  AddReadAheadFlags(cmd, o.get());
   cmd->add_option("--reorder-every", c->reorder_every,
                   "RO systems: besides the pass that ends the warm-up, reorder in the background after every N requests (0: never)")
       ->check(NonNegativeNumber());
