@@ -22,20 +22,20 @@ help:
 	@echo "make demo    the main job on the default model: IMPRESS vs its baselines (TTFT, I/O), then accuracy (DETAIL=1: all of it)"
 	@echo "make reproduce  every paper figure on $(MODEL) at the reduced scale (docs/reproduce.md), then make figures"
 	@echo "make figures    draw results/figures/*.png from their JSON"
-	@echo "make results    re-measure the tables docs/results.md cites (STEPS=..., scripts/results.sh)"
+	@echo "make results    re-measure the tables docs/results.md cites (STEPS=..., scripts/repro/results.sh)"
 
 setup:
-	bash scripts/setup.sh
+	bash scripts/setup/setup.sh
 	$(MAKE) model data
 
 model: $(MODEL)/config.json
 $(MODEL)/config.json:
-	$(PYTHON) scripts/prepare_smollm2.py --out $(MODEL)
+	$(PYTHON) scripts/setup/prepare_smollm2.py --out $(MODEL)
 
 # data/ is in the repository; this checks it against data/SHA256SUMS, or with
 # FROM=DIR first copies the splits from DIR (data/README.md says how to record a change).
 data:
-	bash scripts/data.sh $(if $(FROM),--from $(FROM)) --to data
+	bash scripts/setup/data.sh $(if $(FROM),--from $(FROM)) --to data
 
 $(BUILD)/CMakeCache.txt:
 	@test -n "$(PREFIX)" || { echo "LibTorch not found: run 'make setup' or pass LIBTORCH=/path/to/libtorch"; exit 1; }
@@ -46,7 +46,7 @@ build: $(BUILD)/CMakeCache.txt
 
 # Tiny OPT/Llama checkpoints and Hugging Face reference outputs for the tests.
 fixtures: build
-	$(PYTHON) scripts/make_fixtures.py --out $(BUILD)/fixtures --model $(MODEL)
+	$(PYTHON) scripts/setup/make_fixtures.py --out $(BUILD)/fixtures --model $(MODEL)
 
 # Tests run JOBS at a time, one thread each: parallel tests with a thread pool
 # apiece oversubscribe the cores and spin.
@@ -75,9 +75,9 @@ asan: fixtures
 	  ctest --output-on-failure -j $(JOBS) -E '$(SAN_SKIP)'
 
 bench: build
-	bash scripts/bench_prefill.sh $(MODEL) $(BUILD)
-	bash scripts/bench_store.sh $(BUILD)
-	bash scripts/bench_remote.sh $(BUILD)
+	bash scripts/bench/bench_prefill.sh $(MODEL) $(BUILD)
+	bash scripts/bench/bench_store.sh $(BUILD)
+	bash scripts/bench/bench_remote.sh $(BUILD)
 	OMP_NUM_THREADS=1 $(BUILD)/impress_select_bench
 	$(BUILD)/impress_codec_bench
 
@@ -106,7 +106,7 @@ demo: build model data
 # FUZZ_SECONDS each (needs clang and libclang-rt-14-dev; docs/fuzzing.md).
 FUZZ_SECONDS ?= 60
 fuzz:
-	bash scripts/fuzz.sh $(FUZZ_SECONDS)
+	bash scripts/check/fuzz.sh $(FUZZ_SECONDS)
 
 # The paper's figures at the reduced scale of docs/reproduce.md (14 minutes
 # on two cores); FIGURES=fig16,fig18 picks some, STORE the stores.
@@ -117,13 +117,13 @@ reproduce: build model data
 	$(MAKE) figures
 
 figures:
-	$(PYTHON) scripts/plot.py --impress $(BUILD)/impress results/figures
+	$(PYTHON) scripts/tables/plot.py --impress $(BUILD)/impress results/figures
 
 # Re-measures the tables docs/results.md cites at this commit, into
-# results/remeasure/<step>/ (scripts/results.sh lists the steps; STEPS picks).
+# results/remeasure/<step>/ (scripts/repro/results.sh lists the steps; STEPS picks).
 STEPS ?= all
 results: build model data
-	bash scripts/results.sh $(BUILD) $(STEPS)
+	bash scripts/repro/results.sh $(BUILD) $(STEPS)
 
 comma := ,
 

@@ -5,7 +5,7 @@
 //                 [--dtype float32|float16|bfloat16] [benchmark flags]
 // The timed region ends when the last token's logits are in host memory.
 // Reports tokens/s as the counter "tok/s". Compare against transformers with
-// scripts/bench_prefill.sh, which runs both at the same thread count.
+// scripts/bench/bench_prefill.sh, which runs both at the same thread count.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>

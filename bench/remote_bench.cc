@@ -5,7 +5,7 @@
 //
 //   impress_remote_bench --remote redis://HOST:PORT[,...] [--set 32] [--chunks 512]
 // Publishes --chunks chunks (SmolLM2 geometry: 64 tokens x 3 KV heads x 64
-// dims, fp16, one layer) first. scripts/bench_remote.sh compares the result
+// dims, fp16, one layer) first. scripts/bench/bench_remote.sh compares the result
 // with redis-benchmark's GETs of the same value size on the same cluster.
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>

@@ -5,7 +5,7 @@
 //   impress_store_bench --dir DIR [--set 32] [--chunks 4096] [--threads 8]
 // DIR must be on the file system to measure (not tmpfs). The store is built
 // once (SmolLM2 geometry: 64 tokens x 3 KV heads x 64 dims, fp16) and reused.
-// scripts/bench_store.sh compares the result with fio on the same file.
+// scripts/bench/bench_store.sh compares the result with fio on the same file.
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
 

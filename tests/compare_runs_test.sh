@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/compare_runs.py on constructed run results: B/A of mean and p99 TTFT
+# scripts/check/compare_runs.py on constructed run results: B/A of mean and p99 TTFT
 # and of bytes from all tiers, a system only one file has left out, the
 # control labelled; an odd file count and a sweep are one-line errors.
 set -euo pipefail

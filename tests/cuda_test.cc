@@ -7,7 +7,7 @@
 // the same tiers, and `as` equals recomputation. Nothing here depends on
 // thread timing. On a machine without a CUDA device every test skips, saying
 // so; IMPRESS_CUDA_TEST_DEVICE=cpu runs the same comparison CPU against CPU
-// (the rehearsal of the test itself); scripts/gpu_check.sh runs it on a GPU.
+// (the rehearsal of the test itself); scripts/gpu/gpu_check.sh runs it on a GPU.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -37,7 +37,7 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
 
   void SetUp() override {
     const std::string other = OtherDevice();
-    if (other.empty()) GTEST_SKIP() << "no CUDA device here: the CUDA data path runs on a GPU (scripts/gpu_check.sh)";
+    if (other.empty()) GTEST_SKIP() << "no CUDA device here: the CUDA data path runs on a GPU (scripts/gpu/gpu_check.sh)";
     auto manifest = testing::FixtureManifest();
     if (!manifest["models"].contains(GetParam())) IMPRESS_MISSING_FIXTURE("fixture model " << GetParam());
     for (const std::string device : {std::string("cpu"), other}) {

@@ -5,7 +5,7 @@
 #   tests/data_checksums.sh SOURCE_DIR
 set -euo pipefail
 src=$1
-check="$src/scripts/check_checksums.sh"
+check="$src/scripts/check/check_checksums.sh"
 bash "$check" "$src/data" "$src/tests/tokenizers"
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

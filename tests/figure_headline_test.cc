@@ -1,5 +1,5 @@
 // The headlines `impress reproduce` records (experiment/figure_headline.h)
-// against the tables scripts/paper_vs_project.py made from the same JSONs
+// against the tables scripts/tables/paper_vs_project.py made from the same JSONs
 // when it computed them itself: every figure of the four committed runs
 // whose JSONs name their columns (results/figures, and the re-measured
 // figures at both units and 64 warm-up requests), line for line.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/paired_test.py on constructed samples: the exact McNemar p-values of
+# scripts/tables/paired_test.py on constructed samples: the exact McNemar p-values of
 # textbook cases (b, c discordant pairs): (0, 6) -> 2/2^6 = 0.031,
 # (1, 9) -> 2 * (1 + 10) / 2^10 = 0.021, (3, 3) -> 1, and the Wald interval of
 # the difference, d +- 1.96 sqrt(((b + c)/n - d^2)/n): (0, 6) of 10: 0.6 +- 0.3036;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The remote tier against a real Redis Cluster on loopback (three masters,
-# three replicas; scripts/redis_cluster.sh), started here and stopped on exit:
+# three replicas; scripts/setup/redis_cluster.sh), started here and stopped on exit:
 #  1. two processes, each with its own empty local store: the second serves
 #     the first's prefixes from the cluster without computing them, with the
 #     same log-likelihoods and accuracy, reordering included;
@@ -23,7 +23,7 @@
 set -euo pipefail
 bin=$1; model=$2; data=$3; base=${4:-7300}
 here=$(cd "$(dirname "$0")/.." && pwd)
-cluster="$here/scripts/redis_cluster.sh"
+cluster="$here/scripts/setup/redis_cluster.sh"
 tmp=$(mktemp -d)
 export TMPDIR=$tmp  # the clusters' data too
 cleanup() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every `impress reproduce` driver end to end on two tiny checkpoints at a
 # tiny scale: each figure writes JSON with rows, CSV with a header and one
-# line per row, and markdown naming its command; scripts/plot.py draws each.
+# line per row, and markdown naming its command; scripts/tables/plot.py draws each.
 # fig15 at retention 1 must give recomp's accuracy and answers, retrieval
 # among the tasks as every accuracy figure takes it; the spread
 # probe layout runs in stores of its own.

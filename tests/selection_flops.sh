@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/selection_flops.py on a constructed run: 2 requests, 120 new tokens
+# scripts/bench/selection_flops.py on a constructed run: 2 requests, 120 new tokens
 # and 4000 reused ones (T = 60, P = 2000), 25% kept (500), SmolLM2-135M's shapes
 # (D 576, 9 query and 3 KV heads of 64, F 1536, 30 layers, vocab 49152).
 # By hand: weights 2*576*(576 + 2*192) + 2*576*576 + 3*2*576*1536 = 7,077,888 a token;

@@ -1,7 +1,7 @@
 // impress reproduce: the paper's figures from the command line. Each named
 // figure writes OUT/NAME.json (configuration, machine, table, series),
 // NAME.csv (the table) and NAME.md (claim, command, machine, table);
-// scripts/plot.py draws NAME.png from the JSON.
+// scripts/tables/plot.py draws NAME.png from the JSON.
 #include <sys/utsname.h>
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// A figure's headline: the one line scripts/paper_vs_project.py sets beside
+// A figure's headline: the one line scripts/tables/paper_vs_project.py sets beside
 // the paper's claim, computed from the figure's own rows (by column id) and
 // notes. Each registry row (FigureRunner::Registry) names its function; a
 // figure without one has an empty headline.

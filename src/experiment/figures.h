@@ -83,7 +83,7 @@ struct Figure {
   nlohmann::ordered_json notes = nlohmann::ordered_json::array();    // how to read it at this scale
 };
 
-// How scripts/plot.py draws a figure from its JSON: a chart kind and the
+// How scripts/tables/plot.py draws a figure from its JSON: a chart kind and the
 // column ids it reads. Kinds on one axis: "grouped_bars" (group, series,
 // value: a group per distinct group cell, a bar per series cell),
 // "wide_bars" (group, then the value columns side by side), "lines" (x, then

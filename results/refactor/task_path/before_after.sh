@@ -25,7 +25,7 @@ for s in h2o-lru digest impress; do
 done
 "$bin" run --model $m --task retrieval --system as,h2o-lfu,impress,digest --itf-unit chunk --retention 0.25 --pool 2 \
   --prefix-tokens 512 --requests 8 --warmup 2 --store "$tmp/s" --threads 1 --json "$tmp/run_retrieval.json" > /dev/null
-python3 scripts/needle_task.py --model $m --haystacks 2 --keys 2 --tokens 400 --seed 3 > "$tmp/needles.jsonl"
+python3 scripts/repro/needle_task.py --model $m --haystacks 2 --keys 2 --tokens 400 --seed 3 > "$tmp/needles.jsonl"
 "$bin" eval --model $m --task-file "$tmp/needles.jsonl" --system h2o-lru --retention 0.5 --threads 1 \
   --json "$tmp/eval_file.json" --samples "$out/eval_file.samples.jsonl" > "$out/eval_file.txt"
 for j in eval_retrieval_h2o-lru eval_retrieval_digest eval_retrieval_impress run_retrieval eval_file; do

@@ -9,6 +9,6 @@ echo "cache levels and backends as two option lists (tiers.levels, backends.push
 echo "per-backend loops in PrefixStore (for ... below_ / all = {home_): $(count 'for \(const auto& b : below_\)|for \(ChunkBackend\* b : all\)' src/engine/prefix_store.cc src/engine/prefix_store_write.cc)"
 echo "read-side chunk carriers with their own keys and values (ChunkParts beside ChunkKv): $(git show "$rev:src/engine/chunk_reader.h" | grep -A3 '^struct ChunkParts' | grep -c 'at::Tensor k, v')"
 echo "encoded-chunk types beside EncodedChunk (struct EncodedKv): $(count '^struct EncodedKv' src)"
-echo "figure names listed in scripts/plot.py: $(git show "$rev:scripts/plot.py" | grep -c -E '^    "(io-share|head-jaccard|similarity-ratio|chunk-importance|spi|fig[0-9]+|tail|codec)":')"
-echo "figure names listed in scripts/paper_vs_project.py (if name == ...): $(git show "$rev:scripts/paper_vs_project.py" | grep -c 'if name == "')"
+echo "figure names listed in scripts/tables/plot.py: $(git show "$rev:scripts/tables/plot.py" | grep -c -E '^    "(io-share|head-jaccard|similarity-ratio|chunk-importance|spi|fig[0-9]+|tail|codec)":')"
+echo "figure names listed in scripts/tables/paper_vs_project.py (if name == ...): $(git show "$rev:scripts/tables/paper_vs_project.py" | grep -c 'if name == "')"
 echo "PrefixStore's .cc lines (prefix_store.cc + prefix_store_write.cc): $(lines src/engine/prefix_store.cc src/engine/prefix_store_write.cc)"

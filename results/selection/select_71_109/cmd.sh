@@ -14,4 +14,4 @@ done
 rm -rf /tmp/store_71_109
 # and the checkout's own build, once, after them (head_1.json):
 #   build/impress run ... (the same flags) --json $out/head_1.json
-python3 scripts/select_ms_table.py results/selection/select_71_109 > results/selection/select_71_109/table.md
+python3 scripts/tables/select_ms_table.py results/selection/select_71_109 > results/selection/select_71_109/table.md
