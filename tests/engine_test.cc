@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <fstream>
 
 #include "codec/kv_codec_tensor.h"
@@ -136,6 +137,51 @@ class ReuseTest : public testing::ModelStoreTest {
       EXPECT_EQ(at.selection.kept[l], bt.selection.kept[l]) << "layer " << l;
       EXPECT_EQ(at.selection.fallbacks[l], bt.selection.fallbacks[l]) << "layer " << l;
     }
+  }
+  // What attention saw and every layer's selection (not the chunks served:
+  // an unneeded guess is served too).
+  void ExpectSameAttention(const at::Tensor& a, const RequestTrace& at, const at::Tensor& b, const RequestTrace& bt) {
+    EXPECT_TRUE(a.equal(b));
+    EXPECT_EQ(at.layer_kv_chunks, bt.layer_kv_chunks);
+    EXPECT_EQ(at.selection.kept, bt.selection.kept);
+  }
+
+  // The digest system at 25% without a sink on a 160-token prefix stored
+  // with `as`, the store reopened with empty caches big enough for every
+  // chunk (no eviction); with `warm_seed`, a request with that question
+  // first caches the chunks it chose. Then the measured question (seed 77),
+  // guessing `how`.
+  at::Tensor OnReopenedStore(Speculation how, std::optional<int> warm_seed, RequestTrace* trace) {
+    store_digests_ = true;
+    System sys = Named("digest", 0.25);
+    sys.select.digest.sink_tokens = 0;  // at 160 tokens the default sink is 4 of the 10 chunks, in every set
+    const std::vector<int32_t> prefix = Tokens(160, 4);
+    auto with_question = [&](int seed) {
+      std::vector<int32_t> ctx = prefix;
+      for (int32_t tok : Tokens(12, seed)) ctx.push_back(tok);
+      return ctx;
+    };
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.digests = DigestOptions().codec;
+    std::unique_ptr<RewindableKv> kv;
+    {
+      auto store = PrefixStore::Open(*model_, o);
+      RequestTrace fill;
+      EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &fill).ok());
+    }
+    TierCounts bytes;
+    bytes[Tier::kCpu] = 64 << 20;
+    o.tiers = TiersOver(CacheLevels(bytes));
+    auto store = PrefixStore::Open(*model_, o);
+    if (warm_seed) {
+      RequestTrace warm;
+      EXPECT_TRUE(RunRequest(sys, *model_, store->get(), with_question(*warm_seed), 160, &kv, &warm).ok());
+      EXPECT_GT(warm.load.bytes[Tier::kDisk], 0);  // the caches started empty
+    }
+    auto r = RunRequest(sys, *model_, store->get(), with_question(77), 160, &kv, trace, RequestOptions{true, how});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : at::Tensor();
   }
 };
 
@@ -497,59 +543,47 @@ TEST_P(ReuseTest, DigestSpeculationChangesOnlyWhichBytesAreReadAhead) {
 }
 
 // With Speculation::kCached the guess takes only chunks a cache level holds:
-// the store is reopened with empty caches big enough for every chunk (no
-// eviction), a digest request with another question caches the chunks it
-// chose, and the measured request then reads from disk exactly what it reads
-// without speculation, guessing only cached chunks, while kAnywhere's guess
-// reads more from disk. Selections and attention are the same in all three.
+// after a request with another question, the measured request reads from
+// disk exactly what it reads without a guess, guessing only cached chunks,
+// while kAnywhere's guess reads more from disk. Selections and attention are
+// the same in all three.
 TEST_P(ReuseTest, DigestSpeculationFromTheCachesReadsNothingBelowThem) {
-  store_digests_ = true;
-  System sys = Named("digest", 0.25);
-  sys.select.digest.sink_tokens = 0;  // at 160 tokens the default sink is 4 of the 10 chunks, in every set
-  const std::vector<int32_t> prefix = Tokens(160, 4);
-  auto with_question = [&](int seed) {
-    std::vector<int32_t> ctx = prefix;
-    for (int32_t tok : Tokens(12, seed)) ctx.push_back(tok);
-    return ctx;
-  };
-  auto run = [&](Speculation how, RequestTrace* t) {
-    TempDir dir;
-    PrefixStoreOptions o = Options(dir.path());
-    o.digests = DigestOptions().codec;
-    std::unique_ptr<RewindableKv> kv;
-    {
-      auto store = PrefixStore::Open(*model_, o);
-      RequestTrace fill;
-      EXPECT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 160, &kv, &fill).ok());
-    }
-    TierCounts bytes;
-    bytes[Tier::kCpu] = 64 << 20;
-    o.tiers = TiersOver(CacheLevels(bytes));
-    auto store = PrefixStore::Open(*model_, o);
-    RequestTrace warm;
-    EXPECT_TRUE(RunRequest(sys, *model_, store->get(), with_question(91), 160, &kv, &warm).ok());
-    EXPECT_GT(warm.load.bytes[Tier::kDisk], 0);  // the caches started empty
-    auto r = RunRequest(sys, *model_, store->get(), with_question(77), 160, &kv, t, RequestOptions{true, how});
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    return r.ok() ? *r : at::Tensor();
-  };
   RequestTrace off, cached, anywhere;
-  at::Tensor without = run(Speculation::kOff, &off);
-  at::Tensor from_caches = run(Speculation::kCached, &cached);
-  at::Tensor guessing = run(Speculation::kAnywhere, &anywhere);
-  // What attention saw and every layer's selection (not the chunks served:
-  // an unneeded guess is served too).
-  for (const auto& [logits, trace] : {std::pair{from_caches, &cached}, std::pair{guessing, &anywhere}}) {
-    EXPECT_TRUE(logits.equal(without));
-    EXPECT_EQ(trace->layer_kv_chunks, off.layer_kv_chunks);
-    EXPECT_EQ(trace->selection.kept, off.selection.kept);
-  }
+  at::Tensor without = OnReopenedStore(Speculation::kOff, 91, &off);
+  at::Tensor from_caches = OnReopenedStore(Speculation::kCached, 91, &cached);
+  at::Tensor guessing = OnReopenedStore(Speculation::kAnywhere, 91, &anywhere);
+  ExpectSameAttention(from_caches, cached, without, off);
+  ExpectSameAttention(guessing, anywhere, without, off);
   EXPECT_GT(off.load.bytes[Tier::kDisk], 0);  // the other question chose other chunks
   EXPECT_EQ(cached.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk]);
   EXPECT_EQ(cached.load.read[Tier::kDisk], off.load.read[Tier::kDisk]);
   EXPECT_GT(cached.speculated_chunks, 0);
   EXPECT_LT(cached.speculated_chunks, anywhere.speculated_chunks);  // some guessed chunks were not cached
   EXPECT_GT(anywhere.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk]);
+}
+
+// kAdaptive guesses as kCached where the caches hold the guess (warmed by
+// the same question: nothing more from disk) and as kAnywhere where they
+// hold none of it (cold caches: every layer's guess names chunks of a layer
+// not read yet).
+TEST_P(ReuseTest, AdaptiveSpeculationReadsTheWholeGuessOnlyWhereTheCachesAreCold) {
+  RequestTrace off, cold_cached, cold_anywhere, cold_adaptive, warm_off, warm_cached, warm_adaptive;
+  at::Tensor without = OnReopenedStore(Speculation::kOff, std::nullopt, &off);
+  OnReopenedStore(Speculation::kCached, std::nullopt, &cold_cached);
+  OnReopenedStore(Speculation::kAnywhere, std::nullopt, &cold_anywhere);
+  at::Tensor cold = OnReopenedStore(Speculation::kAdaptive, std::nullopt, &cold_adaptive);
+  ExpectSameAttention(cold, cold_adaptive, without, off);
+  EXPECT_EQ(cold_cached.speculated_chunks, 0);
+  EXPECT_GE(cold_adaptive.speculated_chunks, model_->config().num_layers - 1);
+  EXPECT_EQ(cold_adaptive.speculated_chunks, cold_anywhere.speculated_chunks);
+  EXPECT_EQ(cold_adaptive.load.bytes[Tier::kDisk], cold_anywhere.load.bytes[Tier::kDisk]);
+  OnReopenedStore(Speculation::kOff, 77, &warm_off);
+  OnReopenedStore(Speculation::kCached, 77, &warm_cached);
+  at::Tensor warm = OnReopenedStore(Speculation::kAdaptive, 77, &warm_adaptive);
+  ExpectSameAttention(warm, warm_adaptive, without, off);
+  EXPECT_GT(warm_adaptive.speculated_chunks, 0);
+  EXPECT_EQ(warm_adaptive.speculated_chunks, warm_cached.speculated_chunks);
+  EXPECT_EQ(warm_adaptive.load.bytes[Tier::kDisk], warm_off.load.bytes[Tier::kDisk]);
 }
 
 // The spread probe layout from the store: the store copies the keys of the

@@ -28,7 +28,7 @@ struct RunOptions {
   TierFlags tiers{{"64M", "128M"}};
   RunConfig config;
   SweepAxes axes;
-  bool no_prefetch = false, speculate = false, speculate_cached = false;
+  bool no_prefetch = false, speculate = false, speculate_cached = false, speculate_adaptive = false;
   std::string json_path;
   bool brief = false;
   std::string remote_bw = "0";
@@ -41,7 +41,10 @@ int RunRun(RunOptions o) {
   RunConfig& c = o.config;
   c.systems = SplitList(o.systems);
   c.prefetch = !o.no_prefetch;
-  c.speculate = o.speculate_cached ? Speculation::kCached : o.speculate ? Speculation::kAnywhere : Speculation::kOff;
+  c.speculate = o.speculate_adaptive ? Speculation::kAdaptive
+                : o.speculate_cached ? Speculation::kCached
+                : o.speculate        ? Speculation::kAnywhere
+                                     : Speculation::kOff;
   for (const std::string& name : c.systems) {
     auto s = ParseSystem(name, 1.0, 0.0);
     if (!s.ok()) return Fail(s.status());
@@ -88,7 +91,7 @@ int RunRun(RunOptions o) {
   return 0;
 }
 
-// --no-prefetch, --speculate and --speculate-cached (RunRun makes them one
+// --no-prefetch and the --speculate flags (RunRun makes them one
 // prefetch flag and one Speculation).
 void AddReadAheadFlags(CLI::App* cmd, RunOptions* o) {
   CLI::Option* no_prefetch = cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
@@ -98,11 +101,17 @@ void AddReadAheadFlags(CLI::App* cmd, RunOptions* o) {
                     "(impress: the last trusted layer's agreed tokens) occupy, a guess at the next layer's (beyond "
                     "the paper; a kind of read-ahead)")
           ->excludes(no_prefetch);
-  cmd->add_flag("--speculate-cached", o->speculate_cached,
-                "as --speculate, but the guess takes only chunks a cache tier holds: no bytes from disk or remote "
-                "on a guess")
+  CLI::Option* cached = cmd->add_flag("--speculate-cached", o->speculate_cached,
+                                      "as --speculate, but the guess takes only chunks a cache tier holds: no "
+                                      "bytes from disk or remote on a guess")
+                            ->excludes(no_prefetch)
+                            ->excludes(speculate);
+  cmd->add_flag("--speculate-adaptive", o->speculate_adaptive,
+                "as --speculate-cached where the caches hold at least half of a layer's guess, else the whole "
+                "guess (a prefix the caches let go: its reads wait on the disk)")
       ->excludes(no_prefetch)
-      ->excludes(speculate);
+      ->excludes(speculate)
+      ->excludes(cached);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ void PrintConfiguration(const RunResults& result, std::FILE* out) {
                NameOf(ProbeLayoutNames(), c.select.probe_layout).c_str(), c.prefetch ? "" : "; no prefetch",
                c.speculate == Speculation::kOff        ? ""
                : c.speculate == Speculation::kCached ? "; speculative K/V from the caches"
+               : c.speculate == Speculation::kAdaptive ? "; speculative K/V from the caches (all where they hold under half)"
                                                       : "; speculative K/V");
 }
 

@@ -84,6 +84,7 @@ nlohmann::ordered_json RunConfig::ToJson() const {
           {"remote", remote}, {"remote_bw", remote_bw}});
   if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
   if (speculate == Speculation::kCached) j["speculate_from"] = "cache";  // and so do the other runs'
+  if (speculate == Speculation::kAdaptive) j["speculate_from"] = "cache, or anywhere when cold";
   AddImportanceJson(select.importance, &j);
   if (AnyReadsDigests(systems)) j["digest"] = DigestJson(select.digest);
   if (!task_file.empty()) j["task_file"] = task_file;

@@ -69,6 +69,9 @@ enum class Speculation : uint8_t {
   kOff,
   kAnywhere,  // every guessed chunk, from the caches or below them
   kCached,    // only guessed chunks a cache level holds: a guess reads nothing from disk or remote
+  // As kCached where the caches hold at least half of the guess; else (a
+  // prefix the caches let go, whose reads wait on the disk) every guessed chunk.
+  kAdaptive,
 };
 
 struct RequestOptions {

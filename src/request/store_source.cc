@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "codec/key_digest.h"
 #include "common/clock.h"
@@ -105,7 +106,8 @@ void StoreSource::Start(int l) {
 // own order, and the guessing layer's less important tokens scatter over the
 // rest of layer l's chunks; in token order this takes nearly all the chunks
 // holding a guessed token, as layer l will. Speculation::kCached keeps of
-// those only the ones a cache level holds.
+// those only the ones a cache level holds; kAdaptive does so when they are
+// at least half of the guess.
 std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
   const int64_t c = store_.geometry().chunk_tokens;
   std::vector<int64_t> count(chunks_.size(), 0), order;
@@ -116,10 +118,13 @@ std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
     if (count[i] > 0) order.push_back(static_cast<int64_t>(i));
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return count[a] > count[b]; });
   order.resize(std::min<size_t>(order.size(), static_cast<size_t>(g.chunks)));
-  if (speculate_ == Speculation::kCached)  // a chunk evicted before the read is read from below: counted, rare
-    order.erase(std::remove_if(order.begin(), order.end(),
-                               [&](int64_t i) { return !store_.Cached(chunks_[i], l); }),
-                order.end());
+  if (speculate_ == Speculation::kCached || speculate_ == Speculation::kAdaptive) {
+    // A chunk evicted between this and the read is read from below: counted, rare.
+    std::vector<int64_t> cached;
+    std::copy_if(order.begin(), order.end(), std::back_inserter(cached),
+                 [&](int64_t i) { return store_.Cached(chunks_[i], l); });
+    if (speculate_ == Speculation::kCached || 2 * cached.size() >= order.size()) order = std::move(cached);
+  }
   std::sort(order.begin(), order.end());
   return order;
 }
