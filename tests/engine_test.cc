@@ -12,7 +12,6 @@
 
 #include <filesystem>
 #include <functional>
-#include <optional>
 #include <fstream>
 
 #include "codec/kv_codec_tensor.h"
@@ -148,10 +147,10 @@ class ReuseTest : public testing::ModelStoreTest {
 
   // The digest system at 25% without a sink on a 160-token prefix stored
   // with `as`, the store reopened with empty caches big enough for every
-  // chunk (no eviction); with `warm_seed`, a request with that question
-  // first caches the chunks it chose. Then the measured question (seed 77),
-  // guessing `how`.
-  at::Tensor OnReopenedStore(Speculation how, std::optional<int> warm_seed, RequestTrace* trace) {
+  // chunk (no eviction), warmed as `warm` says; then the measured question
+  // (seed 77), guessing `how`.
+  enum class Warm { kNone, kOtherQuestion, kEveryChunk };
+  at::Tensor OnReopenedStore(Speculation how, Warm warm, RequestTrace* trace) {
     store_digests_ = true;
     System sys = Named("digest", 0.25);
     sys.select.digest.sink_tokens = 0;  // at 160 tokens the default sink is 4 of the 10 chunks, in every set
@@ -174,10 +173,11 @@ class ReuseTest : public testing::ModelStoreTest {
     bytes[Tier::kCpu] = 64 << 20;
     o.tiers = TiersOver(CacheLevels(bytes));
     auto store = PrefixStore::Open(*model_, o);
-    if (warm_seed) {
-      RequestTrace warm;
-      EXPECT_TRUE(RunRequest(sys, *model_, store->get(), with_question(*warm_seed), 160, &kv, &warm).ok());
-      EXPECT_GT(warm.load.bytes[Tier::kDisk], 0);  // the caches started empty
+    if (warm != Warm::kNone) {  // a digest request with another question caches what it chose; `as` every chunk
+      RequestTrace t;
+      const System& by = warm == Warm::kOtherQuestion ? sys : Named("as");
+      EXPECT_TRUE(RunRequest(by, *model_, store->get(), with_question(91), 160, &kv, &t).ok());
+      EXPECT_GT(t.load.bytes[Tier::kDisk], 0);  // the caches started empty
     }
     auto r = RunRequest(sys, *model_, store->get(), with_question(77), 160, &kv, trace, RequestOptions{true, how});
     EXPECT_TRUE(r.ok()) << r.status().message();
@@ -549,9 +549,9 @@ TEST_P(ReuseTest, DigestSpeculationChangesOnlyWhichBytesAreReadAhead) {
 // the same in all three.
 TEST_P(ReuseTest, DigestSpeculationFromTheCachesReadsNothingBelowThem) {
   RequestTrace off, cached, anywhere;
-  at::Tensor without = OnReopenedStore(Speculation::kOff, 91, &off);
-  at::Tensor from_caches = OnReopenedStore(Speculation::kCached, 91, &cached);
-  at::Tensor guessing = OnReopenedStore(Speculation::kAnywhere, 91, &anywhere);
+  at::Tensor without = OnReopenedStore(Speculation::kOff, Warm::kOtherQuestion, &off);
+  at::Tensor from_caches = OnReopenedStore(Speculation::kCached, Warm::kOtherQuestion, &cached);
+  at::Tensor guessing = OnReopenedStore(Speculation::kAnywhere, Warm::kOtherQuestion, &anywhere);
   ExpectSameAttention(from_caches, cached, without, off);
   ExpectSameAttention(guessing, anywhere, without, off);
   EXPECT_GT(off.load.bytes[Tier::kDisk], 0);  // the other question chose other chunks
@@ -562,28 +562,28 @@ TEST_P(ReuseTest, DigestSpeculationFromTheCachesReadsNothingBelowThem) {
   EXPECT_GT(anywhere.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk]);
 }
 
-// kAdaptive guesses as kCached where the caches hold the guess (warmed by
-// the same question: nothing more from disk) and as kAnywhere where they
-// hold none of it (cold caches: every layer's guess names chunks of a layer
-// not read yet).
+// kAdaptive guesses as kCached where the caches hold the guess (warmed with
+// every chunk: nothing from disk) and as kAnywhere where they hold none of it
+// (cold caches: every layer's guess names chunks of a layer not read yet).
 TEST_P(ReuseTest, AdaptiveSpeculationReadsTheWholeGuessOnlyWhereTheCachesAreCold) {
   RequestTrace off, cold_cached, cold_anywhere, cold_adaptive, warm_off, warm_cached, warm_adaptive;
-  at::Tensor without = OnReopenedStore(Speculation::kOff, std::nullopt, &off);
-  OnReopenedStore(Speculation::kCached, std::nullopt, &cold_cached);
-  OnReopenedStore(Speculation::kAnywhere, std::nullopt, &cold_anywhere);
-  at::Tensor cold = OnReopenedStore(Speculation::kAdaptive, std::nullopt, &cold_adaptive);
+  at::Tensor without = OnReopenedStore(Speculation::kOff, Warm::kNone, &off);
+  OnReopenedStore(Speculation::kCached, Warm::kNone, &cold_cached);
+  OnReopenedStore(Speculation::kAnywhere, Warm::kNone, &cold_anywhere);
+  at::Tensor cold = OnReopenedStore(Speculation::kAdaptive, Warm::kNone, &cold_adaptive);
   ExpectSameAttention(cold, cold_adaptive, without, off);
   EXPECT_EQ(cold_cached.speculated_chunks, 0);
   EXPECT_GE(cold_adaptive.speculated_chunks, model_->config().num_layers - 1);
   EXPECT_EQ(cold_adaptive.speculated_chunks, cold_anywhere.speculated_chunks);
   EXPECT_EQ(cold_adaptive.load.bytes[Tier::kDisk], cold_anywhere.load.bytes[Tier::kDisk]);
-  OnReopenedStore(Speculation::kOff, 77, &warm_off);
-  OnReopenedStore(Speculation::kCached, 77, &warm_cached);
-  at::Tensor warm = OnReopenedStore(Speculation::kAdaptive, 77, &warm_adaptive);
+  OnReopenedStore(Speculation::kOff, Warm::kEveryChunk, &warm_off);
+  OnReopenedStore(Speculation::kCached, Warm::kEveryChunk, &warm_cached);
+  at::Tensor warm = OnReopenedStore(Speculation::kAdaptive, Warm::kEveryChunk, &warm_adaptive);
   ExpectSameAttention(warm, warm_adaptive, without, off);
   EXPECT_GT(warm_adaptive.speculated_chunks, 0);
   EXPECT_EQ(warm_adaptive.speculated_chunks, warm_cached.speculated_chunks);
-  EXPECT_EQ(warm_adaptive.load.bytes[Tier::kDisk], warm_off.load.bytes[Tier::kDisk]);
+  EXPECT_EQ(warm_off.load.bytes[Tier::kDisk], 0);
+  EXPECT_EQ(warm_adaptive.load.bytes[Tier::kDisk], 0);
 }
 
 // The spread probe layout from the store: the store copies the keys of the
