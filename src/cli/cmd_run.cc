@@ -28,7 +28,7 @@ struct RunOptions {
   TierFlags tiers{{"64M", "128M"}};
   RunConfig config;
   SweepAxes axes;
-  bool no_prefetch = false, speculate = false, speculate_cached = false, speculate_adaptive = false;
+  bool no_prefetch = false;
   std::string json_path;
   bool brief = false;
   std::string remote_bw = "0";
@@ -41,10 +41,6 @@ int RunRun(RunOptions o) {
   RunConfig& c = o.config;
   c.systems = SplitList(o.systems);
   c.prefetch = !o.no_prefetch;
-  c.speculate = o.speculate_adaptive ? Speculation::kAdaptive
-                : o.speculate_cached ? Speculation::kCached
-                : o.speculate        ? Speculation::kAnywhere
-                                     : Speculation::kOff;
   for (const std::string& name : c.systems) {
     auto s = ParseSystem(name, 1.0, 0.0);
     if (!s.ok()) return Fail(s.status());
@@ -91,27 +87,17 @@ int RunRun(RunOptions o) {
   return 0;
 }
 
-// --no-prefetch and the --speculate flags (RunRun makes them one
-// prefetch flag and one Speculation).
+// --no-prefetch and a flag per speculation mode (SpeculationModes), each
+// excluding the others.
 void AddReadAheadFlags(CLI::App* cmd, RunOptions* o) {
-  CLI::Option* no_prefetch = cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed");
-  CLI::Option* speculate =
-      cmd->add_flag("--speculate", o->speculate,
-                    "impress and digest systems: read ahead the K/V chunks that the last layer's chosen tokens "
-                    "(impress: the last trusted layer's agreed tokens) occupy, a guess at the next layer's (beyond "
-                    "the paper; a kind of read-ahead)")
-          ->excludes(no_prefetch);
-  CLI::Option* cached = cmd->add_flag("--speculate-cached", o->speculate_cached,
-                                      "as --speculate, but the guess takes only chunks a cache tier holds: no "
-                                      "bytes from disk or remote on a guess")
-                            ->excludes(no_prefetch)
-                            ->excludes(speculate);
-  cmd->add_flag("--speculate-adaptive", o->speculate_adaptive,
-                "as --speculate-cached where the caches hold at least half of a layer's guess, else the whole "
-                "guess (a prefix the caches let go: its reads wait on the disk)")
-      ->excludes(no_prefetch)
-      ->excludes(speculate)
-      ->excludes(cached);
+  std::vector<CLI::Option*> taken = {
+      cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed")};
+  for (const SpeculationMode& m : SpeculationModes()) {
+    if (m.flag == nullptr) continue;
+    CLI::Option* flag = cmd->add_flag_callback(m.flag, [c = &o->config, mode = m.mode] { c->speculate = mode; }, m.help);
+    for (CLI::Option* other : taken) flag->excludes(other);
+    taken.push_back(flag);
+  }
 }
 
 }  // namespace

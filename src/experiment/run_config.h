@@ -21,6 +21,20 @@ inline SelectorOptions RunSelectionDefaults() {
   return s;
 }
 
+// The speculation modes `run` offers, one row each: its flag (none for
+// kOff) and help, what the run's JSON adds as "speculate_from" (null:
+// nothing, as the JSON of runs made before the modes), and what the report's
+// configuration line says.
+struct SpeculationMode {
+  Speculation mode;
+  const char* flag;
+  const char* help;
+  const char* json_from;
+  const char* report;
+};
+const std::vector<SpeculationMode>& SpeculationModes();
+const SpeculationMode& SpeculationModeOf(Speculation s);
+
 struct RunConfig {
   std::string task = "piqa";
   std::string task_file;                           // instead of a built-in task: a task file (data/task_file.h);

@@ -38,10 +38,7 @@ void PrintConfiguration(const RunResults& result, std::FILE* out) {
                caches.c_str(), Size(c.disk_bw).c_str(), Size(c.h2d_bw).c_str(), static_cast<long long>(result.kv_bytes_per_token),
                c.select.retention, c.select.alpha, NameOf(ItfUnitNames(), c.select.unit).c_str(),
                NameOf(ProbeLayoutNames(), c.select.probe_layout).c_str(), c.prefetch ? "" : "; no prefetch",
-               c.speculate == Speculation::kOff        ? ""
-               : c.speculate == Speculation::kCached ? "; speculative K/V from the caches"
-               : c.speculate == Speculation::kAdaptive ? "; speculative K/V from the caches (all where they hold under half)"
-                                                      : "; speculative K/V");
+               SpeculationModeOf(c.speculate).report);
 }
 
 // Bytes from each tier down to the home one, hits in each cache tier, and

@@ -73,6 +73,32 @@ void AddCacheBytes(const TierCounts& bytes, nlohmann::ordered_json* j) {
     if (IsCacheTier(t)) (*j)[std::string(TierName(t)) + "_cache"] = bytes[t];
 }
 
+const std::vector<SpeculationMode>& SpeculationModes() {
+  static const std::vector<SpeculationMode> modes = {
+      {Speculation::kOff, nullptr, nullptr, nullptr, ""},
+      {Speculation::kAnywhere, "--speculate",
+       "impress and digest systems: read ahead the K/V chunks that the last layer's chosen tokens (impress: the "
+       "last trusted layer's agreed tokens) occupy, a guess at the next layer's (beyond the paper; a kind of "
+       "read-ahead)",
+       nullptr, "; speculative K/V"},
+      {Speculation::kCached, "--speculate-cached",
+       "as --speculate, but the guess takes only chunks a cache tier holds: no bytes from disk or remote on a guess",
+       "cache", "; speculative K/V from the caches"},
+      {Speculation::kAdaptive, "--speculate-adaptive",
+       "as --speculate-cached where the caches hold at least half of a layer's guess, else the whole guess (a "
+       "prefix the caches let go: its reads wait on the disk)",
+       "cache, or anywhere when cold", "; speculative K/V from the caches (all where they hold under half)"},
+  };
+  return modes;
+}
+
+const SpeculationMode& SpeculationModeOf(Speculation s) {
+  for (const SpeculationMode& m : SpeculationModes())
+    if (m.mode == s) return m;
+  IMPRESS_CHECK(false);
+  return SpeculationModes().front();
+}
+
 nlohmann::ordered_json RunConfig::ToJson() const {
   nlohmann::ordered_json j = {{"task", task}, {"pool", pool}, {"prefix_tokens", prefix_tokens}, {"requests", requests},
           {"warmup", warmup}, {"chunk", chunk}, {"kv_dtype", kv_dtype}};
@@ -83,8 +109,7 @@ nlohmann::ordered_json RunConfig::ToJson() const {
           {"store", store}, {"data", data}, {"policy", policy}, {"reorder_every", reorder_every},
           {"remote", remote}, {"remote_bw", remote_bw}});
   if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
-  if (speculate == Speculation::kCached) j["speculate_from"] = "cache";  // and so do the other runs'
-  if (speculate == Speculation::kAdaptive) j["speculate_from"] = "cache, or anywhere when cold";
+  if (const char* from = SpeculationModeOf(speculate).json_from) j["speculate_from"] = from;  // as kv_codec
   AddImportanceJson(select.importance, &j);
   if (AnyReadsDigests(systems)) j["digest"] = DigestJson(select.digest);
   if (!task_file.empty()) j["task_file"] = task_file;
