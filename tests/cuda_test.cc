@@ -51,7 +51,8 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
   // prefix's 10 chunks x layers: nearly every read evicts, demotes or promotes.
   // With a KV codec the store keeps fp16 (what the codecs encode), read on
   // CUDA as encoded bytes decoded on the device, on the CPU decoded on the host.
-  PrefixStoreOptions Options(const std::string& dir, PolicyKind policy, KvCodec codec) const {
+  // For a system that scores chunk digests the store keeps them, in its codec.
+  PrefixStoreOptions Options(const std::string& dir, const System& system, KvCodec codec) const {
     const ModelConfig& c = models_[0]->config();
     const int64_t entry = 2LL * kChunk * c.num_kv_heads * c.head_dim * (codec == KvCodec::kNone ? 4 : 2);
     PrefixStoreOptions o;
@@ -60,7 +61,8 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
     o.kv_dtype = codec == KvCodec::kNone ? "float32" : "float16";
     o.kv_codec = codec;
     o.tiers = TiersOver(CacheLevels(TierCountsOf({{Tier::kGpu, 3 * entry}, {Tier::kCpu, 6 * entry}})));
-    o.policy = policy;
+    o.policy = system.policy;
+    if (system.reads_digests) o.digests = system.select.digest.codec;
     return o;
   }
   std::vector<int32_t> Tokens(int n, int seed) const {
@@ -84,7 +86,7 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
     TempDir dir;
     std::vector<Seen> seen;
     {
-      auto store = PrefixStore::Open(*models_[d], Options(dir.path(), system.policy, codec));
+      auto store = PrefixStore::Open(*models_[d], Options(dir.path(), system, codec));
       EXPECT_TRUE(store.ok()) << store.status().message();
       if (!store.ok()) return seen;
       RequestTrace t;
@@ -92,7 +94,7 @@ class CudaPath : public ::testing::TestWithParam<std::string> {
       EXPECT_TRUE(RunRequest(*ParseSystem("as", 1.0, 0.6), *models_[d], store->get(), Context(0), kPrefix, &kv, &t).ok());
       EXPECT_GT(t.stored_chunks, 0);
     }
-    auto store = PrefixStore::Open(*models_[d], Options(dir.path(), system.policy, codec));
+    auto store = PrefixStore::Open(*models_[d], Options(dir.path(), system, codec));
     EXPECT_TRUE(store.ok()) << store.status().message();
     if (!store.ok()) return seen;
     for (int q = 1; q <= 3; ++q) {

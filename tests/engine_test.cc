@@ -646,6 +646,29 @@ TEST_P(ReuseTest, OtherModelStoreIsRefused) {
   EXPECT_NE(s.status().message().find("store was written for"), std::string::npos);
 }
 
+// A store opened without chunk digests holds a prefix; the digest system is
+// refused on it with one line naming the store, before anything is read,
+// and a store that keeps digests serves it.
+TEST_P(ReuseTest, AStoreWithoutDigestsIsRefusedToTheDigestSystemByName) {
+  TempDir dir;
+  auto store = PrefixStore::Open(*model_, Options(dir.path()));
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  const std::vector<int32_t> prefix = Tokens(128, 4);
+  std::vector<int32_t> ctx = prefix;
+  for (int32_t tok : Tokens(12, 77)) ctx.push_back(tok);
+  std::unique_ptr<RewindableKv> kv;
+  RequestTrace fill, t;
+  ASSERT_TRUE(RunRequest(Named("as"), *model_, store->get(), prefix, 128, &kv, &fill).ok());
+  auto r = RunRequest(Named("digest", 0.25), *model_, store->get(), ctx, 128, &kv, &t);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), dir.path() + ": the store keeps no chunk digests; digest scores chunks from them "
+                                               "(a store opened for it keeps them)");
+  EXPECT_EQ(t.load.chunks, 0);
+  store_digests_ = true;
+  RequestTrace served;
+  EXPECT_TRUE(OnStoredPrefix(Named("digest", 0.25), &served).defined());
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReuseTest, ::testing::Values("tiny-llama-gqa", "tiny-opt-postln-proj", "smollm2"),
                          testing::ParamName);
 

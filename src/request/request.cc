@@ -154,6 +154,14 @@ Status CheckProbeLayout(const System& system, const Model& model, const PrefixSt
                                  " (a store opened with that layout)");
 }
 
+// A store that keeps no chunk digests is refused to a system that scores
+// chunks from them.
+Status CheckDigests(const System& system, const PrefixStore* store) {
+  if (!system.reuse || store == nullptr || !system.reads_digests || store->geometry().digests) return Status::OK();
+  return Status::InvalidArgument(store->options().dir + ": the store keeps no chunk digests; " + system.name +
+                                 " scores chunks from them (a store opened for it keeps them)");
+}
+
 // The whole context computed at full precision, with nothing reused.
 at::Tensor Recompute(Model& model, const std::vector<int32_t>& context, std::unique_ptr<RewindableKv>* kv_out) {
   auto dense = std::make_unique<DenseKvCache>(model.config().num_layers);
@@ -240,6 +248,7 @@ StatusOr<at::Tensor> RunRequest(const System& system, Model& model, PrefixStore*
   const auto start = Clock::now();
   const int64_t n = static_cast<int64_t>(context.size());
   RETURN_IF_ERROR(CheckProbeLayout(system, model, store));
+  RETURN_IF_ERROR(CheckDigests(system, store));
   if (!system.reuse || store == nullptr) {
     at::Tensor last = Recompute(model, context, kv_out);
     trace->computed_tokens = n;
