@@ -27,8 +27,12 @@
 #          store's read bandwidth against fio where fio is installed; last,
 #          selection's share of TTFT in its parts, results/selection/README.md's
 #          4 x 8K run on the device.
-#  call 4: the same for its 16 x 2K run, on call 3's model (CARRY_DIR is not
-#          read: pass ".").
+#  call 4: on call 3's model (CARRY_DIR is not read: pass "."), first the
+#          digest system where loading dominates: results/digest/ttft8k_adaptive's
+#          run (retrieval, 4 x 8K, 25%, the disk capped at 128 MB/s) for
+#          h2o-lfu, impress (chunk unit) and digest, its table by
+#          scripts/tables/digest_table.py ttft; then selection's 16 x 2K run,
+#          with what time is left.
 # Every step runs under its own limit and under the call's deadline
 # (CALL_LIMIT seconds, default 500, well under the 600 a command may run).
 # OUT_DIR gets gpu_check_CALL.log (everything printed), summary.md
@@ -164,6 +168,27 @@ else
   selection_8k=(--pool 4 --prefix-tokens 8192 --requests 8 --warmup 8 --gpu-cache 32M --cpu-cache 64M)
 fi
 
+# digest_ttft MODEL STORES: results/digest/ttft8k_adaptive's run on this
+# device for h2o-lfu, impress (chunk unit) and digest (the digest scored on
+# the device, the kept chunks gathered there): where the forward pass is
+# cheap, digest's TTFT mean and p99 against h2o-lfu's. On the CPU the same
+# run is every system's (results/digest/ttft8k_adaptive/cmd.sh).
+digest_ttft() {
+  local model=$1 stores=$2
+  rm -rf "$stores/digest_8k"
+  limit "$DIGEST_LIMIT" build-gpu/impress run --model "$model" --task retrieval --needles-per-1k 14 --data data \
+    --system h2o-lfu,impress,digest --itf-unit chunk "${digest_8k[@]}" --disk-bw 128M --h2d-bw 640M \
+    --retention 0.25 --digest-window 16 --speculate-adaptive --store "$stores/digest_8k" \
+    --device "$device" --dtype "$dtype" --json "$out/digest_8k.json" > "$out/digest_8k.md" &&
+    python3 scripts/tables/digest_table.py ttft "$out/digest_8k.json"
+}
+DIGEST_LIMIT=${DIGEST_LIMIT:-240}
+if [ "${SCALE:-gpu}" = tiny ]; then
+  digest_8k=(--pool 1 --prefix-tokens 512 --requests 2 --warmup 1 --gpu-cache 1M --cpu-cache 2M)
+else
+  digest_8k=(--pool 4 --prefix-tokens 8192 --requests 64 --warmup 8 --gpu-cache 32M --cpu-cache 64M)
+fi
+
 # find_stores: sets stores to direct_dir's folder, or ends the call saying there is none.
 find_stores() {
   stores=$(direct_dir) || { echo "no file system here takes O_DIRECT: the store cannot run"; step done; exit 1; }
@@ -194,9 +219,10 @@ case "$call" in
     run "store read bandwidth against fio" store_vs_fio "$stores"
     selection_step 8k "$model" "$stores"
     ;;
-  4)  # the 16 x 2K selection run, on call 3's model
+  4)  # the digest system at 8K, then the 16 x 2K selection run, on call 3's model
     [ -f "$model/config.json" ] || { echo "no $model: call 3 did not convert the model on this machine"; step done; exit 1; }
     find_stores
+    run "digest against h2o-lfu, retrieval 4 x 8K" digest_ttft "$model" "$stores"
     selection_step 2k "$model" "$stores"
     ;;
   *) echo "gpu_check: CALL is 1, 2, 3 or 4"; exit 2 ;;

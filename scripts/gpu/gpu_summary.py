@@ -2,8 +2,8 @@
 """summary.md of one device call (scripts/gpu/gpu_check.sh) from what its work
 folder holds so far: rewritten after every step, so a call cut short still
 says what it got. Reads machine.txt, steps.txt, cuda_tests.log, model.txt,
-run_<task>.json, store_vs_fio.txt and selection_<2k|8k>.json, each when
-present.
+run_<task>.json, store_vs_fio.txt, selection_<2k|8k>.json and
+digest_8k.json, each when present.
 
 Usage: scripts/gpu/gpu_summary.py WORK_DIR
 """
@@ -14,6 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tables"))  # selection_table
 from selection_table import table as selection_table  # noqa: E402
+import digest_table  # noqa: E402
 
 
 def read(path):
@@ -80,6 +81,15 @@ def main():
         print(f"\n## Selection's cost, {c.get('task', '?')}, {c.get('device', '?')}, {c.get('pool')} x {c.get('prefix_tokens')}-token "
               f"prefixes, {c.get('requests')} measured requests (results/selection/README.md's command)\n")
         print("\n".join(selection_table(p)))
+    p = f"{out}/digest_8k.json"
+    if os.path.exists(p):
+        d = json.load(open(p))
+        c = d["sweep"][0]["config"] if "sweep" in d else d.get("config", {})
+        print(f"\n## The digest system where loading dominates, {c.get('task', '?')}, {c.get('device', '?')}, {c.get('pool')} x "
+              f"{c.get('prefix_tokens')}-token prefixes, {c.get('requests')} measured requests "
+              "(results/digest/ttft8k_adaptive's command)\n")
+        sys.stdout.flush()
+        digest_table.ttft(p)
 
 
 if __name__ == "__main__":
