@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "common/units.h"
 #include "data/task.h"
 #include "experiment/head_analysis.h"
 #include "experiment/regression.h"
@@ -14,6 +15,22 @@
 
 namespace impress {
 namespace {
+
+// A size's text is the largest unit that divides it, and reads back exactly
+// (command flags take their defaults from config numbers through it).
+TEST(Units, BytesTextIsTheExactInverseOfParseBytes) {
+  EXPECT_EQ(BytesText(0), "0");
+  EXPECT_EQ(BytesText(64 << 20), "64M");
+  EXPECT_EQ(BytesText(1536 << 10), "1536K");
+  EXPECT_EQ(BytesText(int64_t{3} << 30), "3G");
+  EXPECT_EQ(BytesText(int64_t{2} << 40), "2T");
+  EXPECT_EQ(BytesText(1000), "1000");
+  for (int64_t b : {int64_t{0}, int64_t{1}, int64_t{1023}, int64_t{4096}, int64_t{640} << 20, (int64_t{5} << 30) + 512}) {
+    auto back = ParseBytes(BytesText(b));
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, b) << BytesText(b);
+  }
+}
 
 TEST(Sweep, CrossProductInOrder) {
   SweepAxes axes;

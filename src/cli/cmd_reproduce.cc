@@ -33,9 +33,9 @@ struct ReproduceOptions {
   std::vector<std::string> models;
   std::string out = "results/figures", store = "stores", data = "data";
   std::string tasks = JoinNames(BenchmarkTaskNames(), ",");
-  TierFlags tiers{{"16M", "32M"}, "128M", "640M"};
-  std::string remote_bw = "16M";
   FigureScale scale;
+  TierFlags tiers = TierFlags::Of(scale.cache_bytes, scale.disk_bw, scale.h2d_bw);
+  std::string remote_bw = BytesText(static_cast<int64_t>(scale.remote_bw));
   RuntimeFlags runtime;
 };
 

@@ -25,13 +25,13 @@ namespace {
 
 struct RunOptions {
   std::string model, systems = "recomp,as";
-  TierFlags tiers{{"64M", "128M"}};
   RunConfig config;
+  TierFlags tiers = TierFlags::Of(config.cache_bytes, config.disk_bw, config.h2d_bw);
   SweepAxes axes;
   bool no_prefetch = false;
   std::string json_path;
   bool brief = false;
-  std::string remote_bw = "0";
+  std::string remote_bw = BytesText(static_cast<int64_t>(config.remote_bw));
   RuntimeFlags runtime;
 };
 

@@ -65,6 +65,8 @@ void AddSelectionFlags(CLI::App* cmd, SelectorOptions* select, SweepAxes* axes);
 struct TierFlags {
   std::array<std::string, kMaxTiers> cache;  // by tier: the cache tiers' defaults, fastest first
   std::string disk_bw = "0", h2d_bw = "0";
+  // The flags with a config's own numbers as their defaults (BytesText).
+  static TierFlags Of(const TierCounts& cache_bytes, double disk_bw, double h2d_bw);
   void Add(CLI::App* cmd);
   // Each cache tier's bytes into `cache`. The error names the flag.
   Status Parse(TierCounts* cache, double* disk_bytes_per_second, double* h2d_bytes_per_second) const;

@@ -51,6 +51,15 @@ std::string CacheFlag(Tier t) { return std::string("--") + TierName(t) + "-cache
 
 }  // namespace
 
+TierFlags TierFlags::Of(const TierCounts& cache_bytes, double disk_bw, double h2d_bw) {
+  TierFlags f;
+  for (Tier t : kTiers)
+    if (IsCacheTier(t)) f.cache[static_cast<int>(t)] = BytesText(cache_bytes[t]);
+  f.disk_bw = BytesText(static_cast<int64_t>(disk_bw));
+  f.h2d_bw = BytesText(static_cast<int64_t>(h2d_bw));
+  return f;
+}
+
 void TierFlags::Add(CLI::App* cmd) {
   for (Tier t : kTiers) {
     if (!IsCacheTier(t)) continue;

@@ -21,6 +21,16 @@ StatusOr<int64_t> ParseBytes(const std::string& s) {
   return static_cast<int64_t>(v * mult);
 }
 
+std::string BytesText(int64_t bytes) {
+  IMPRESS_CHECK(bytes >= 0);
+  static const char kUnits[] = {'T', 'G', 'M', 'K'};
+  for (int i = 0; i < 4; ++i) {
+    const int64_t unit = int64_t{1} << (10 * (4 - i));
+    if (bytes > 0 && bytes % unit == 0) return std::to_string(bytes / unit) + kUnits[i];
+  }
+  return std::to_string(bytes);
+}
+
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -12,6 +12,10 @@ namespace impress {
 
 // "4096", "64K", "512M", "10G", "1.5G" (binary multiples) -> bytes.
 StatusOr<int64_t> ParseBytes(const std::string& s);
+// The inverse: `bytes` in the largest of K, M, G, T that divides it
+// ("64M", "1536K", "0"), so that ParseBytes gives it back exactly.
+// REQUIRES: bytes >= 0.
+std::string BytesText(int64_t bytes);
 // Nearest-rank percentile, q in [0, 100]; 0 for an empty sample.
 double Percentile(std::vector<double> v, double q);
 double Mean(const std::vector<double>& v);
