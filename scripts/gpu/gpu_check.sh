@@ -24,14 +24,14 @@
 #          all seven systems, PIQA then RTE, 8 prefixes of ~4K tokens against
 #          128 MB GPU and 256 MB CPU caches, on a file system that takes
 #          O_DIRECT (the first of build-gpu/, /var/tmp, /tmp that does); the
-#          store's read bandwidth against fio where fio is installed; last,
-#          selection's share of TTFT in its parts, results/selection/README.md's
-#          4 x 8K run on the device.
+#          store's read bandwidth against fio where fio is installed.
 #  call 4: on call 3's model (CARRY_DIR is not read: pass "."), first the
 #          digest system where loading dominates: results/digest/ttft8k_adaptive's
 #          run (retrieval, 4 x 8K, 25%, the disk capped at 128 MB/s) for
 #          h2o-lfu, impress (chunk unit) and digest, its table by
-#          scripts/tables/digest_table.py ttft; then selection's 16 x 2K run,
+#          scripts/tables/digest_table.py ttft; then selection's share of TTFT
+#          in its parts, results/selection/README.md's 4 x 8K and 16 x 2K runs
+#          (both measured on the device before: results/gpu/device_2026-12-04b),
 #          with what time is left.
 # Every step runs under its own limit and under the call's deadline
 # (CALL_LIMIT seconds, default 500, well under the 600 a command may run).
@@ -153,7 +153,7 @@ selection_share() {
 }
 # selection_step SIZE MODEL STORES: one of selection_share's runs (2k or 8k)
 # as a step; on the device 4 x 8K takes about 135 s and 16 x 2K about 300 s
-# (results/gpu/device_2026-12-04b), so call 3 runs the first, call 4 the second.
+# (results/gpu/device_2026-12-04b); call 4 runs them after the digest step.
 selection_step() {
   local -n args=selection_$1
   run "selection's share, ${titles[$1]}" selection_share "$1" "$2" "$3" "${args[@]}"
@@ -217,12 +217,12 @@ case "$call" in
     find_stores
     for task in piqa rte; do run "impress run, $task, all seven systems" systems_run "$task" "$model" "$stores"; done
     run "store read bandwidth against fio" store_vs_fio "$stores"
-    selection_step 8k "$model" "$stores"
     ;;
-  4)  # the digest system at 8K, then the 16 x 2K selection run, on call 3's model
+  4)  # the digest system at 8K, then the selection runs, on call 3's model
     [ -f "$model/config.json" ] || { echo "no $model: call 3 did not convert the model on this machine"; step done; exit 1; }
     find_stores
     run "digest against h2o-lfu, retrieval 4 x 8K" digest_ttft "$model" "$stores"
+    selection_step 8k "$model" "$stores"
     selection_step 2k "$model" "$stores"
     ;;
   *) echo "gpu_check: CALL is 1, 2, 3 or 4"; exit 2 ;;
