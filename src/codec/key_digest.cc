@@ -50,9 +50,9 @@ void SplitInt8DigestRows(const at::Tensor& digest, const Int8Keys& out, int64_t 
   const int64_t heads = codes.size(0), rows = codes.size(1), dim = codes.size(2);
   IMPRESS_CHECK(digest.numel() == static_cast<int64_t>(DigestBytes(DigestCodec::kInt8, static_cast<int>(tokens),
                                                                    static_cast<int>(heads), static_cast<int>(dim))));
-  // The int8 codec's layout (codec/kv_codec.h): codes [C, heads, d], then fp16 scales [C, heads].
+  // The int8 codec's layout (codec/kv_codec.h's Int8Layout): codes [C, heads, d], then fp16 scales [C, heads].
   const auto* src = digest.data_ptr<uint8_t>();
-  const auto* src_scales = src + tokens * heads * dim;
+  const auto* src_scales = src + Int8Layout{static_cast<size_t>(tokens * heads), static_cast<size_t>(dim)}.scales_offset();
   auto* c = codes.data_ptr<int8_t>();
   float* s = scales.data_ptr<float>();
   for (int64_t t = 0; t < tokens; ++t)

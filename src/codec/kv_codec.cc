@@ -94,21 +94,21 @@ int Quantize(float x, float zero, float scale, int lo, int hi) {
 
 void EncodeInt8(const float* x, size_t rows, int dim, uint8_t* dst) {
   auto* q = reinterpret_cast<int8_t*>(dst);
-  auto* scales = reinterpret_cast<uint16_t*>(dst + rows * dim);
+  uint8_t* scales = dst + Int8Layout{rows, static_cast<size_t>(dim)}.scales_offset();
   for (size_t r = 0; r < rows; ++r) {
     const float* row = x + r * dim;
     float amax = 0;
     for (int d = 0; d < dim; ++d) amax = std::max(amax, std::fabs(row[d]));
     const uint16_t s16 = FloatToHalfScalar(amax / 127.0f);
     const float s = HalfToFloatScalar(s16);
-    std::memcpy(&scales[r], &s16, 2);
+    std::memcpy(scales + 2 * r, &s16, 2);
     for (int d = 0; d < dim; ++d) q[r * dim + d] = static_cast<int8_t>(Quantize(row[d], 0.0f, s, -127, 127));
   }
 }
 
 void DecodeInt8(const uint8_t* src, size_t rows, int dim, float* x) {
   const auto* q = reinterpret_cast<const int8_t*>(src);
-  const auto* scales = src + rows * dim;
+  const uint8_t* scales = src + Int8Layout{rows, static_cast<size_t>(dim)}.scales_offset();
   for (size_t r = 0; r < rows; ++r) {
     uint16_t s16;
     std::memcpy(&s16, scales + 2 * r, 2);
@@ -288,7 +288,7 @@ int Int4Group(int dim) { return dim % 32 == 0 ? 32 : dim; }
 size_t EncodedBytes(KvCodec codec, KvRole role, int tokens, int heads, int dim) {
   const size_t n = static_cast<size_t>(tokens) * heads * dim;
   switch (PartCodec(codec, role)) {
-    case KvCodec::kInt8: return n + 2 * static_cast<size_t>(tokens) * heads;
+    case KvCodec::kInt8: return Int8Layout{static_cast<size_t>(tokens) * heads, static_cast<size_t>(dim)}.bytes();
     case KvCodec::kInt4: return n / 2 + 2 * 2 * Layout(role, tokens, heads, dim).groups;
     default: return 2 * n;
   }

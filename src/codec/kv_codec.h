@@ -47,6 +47,16 @@ KvCodec ChunkCodec(KvCodec codec, int64_t index);
 // such as k8v4 names one per role).
 KvCodec PartCodec(KvCodec codec, KvRole role);
 
+// Where an int8 part of `rows` rows ([tokens][heads] of them) of `dim`
+// values keeps what: the codes row by row, then one fp16 scale a row. Every
+// reader and writer of int8 parts (the host codec, the device decode, the
+// digest's row split) takes its offsets from here.
+struct Int8Layout {
+  size_t rows = 0, dim = 0;
+  size_t scales_offset() const { return rows * dim; }  // the first scale's byte
+  size_t bytes() const { return rows * dim + 2 * rows; }
+};
+
 // Values per int4 value group along dim: 32 when dim is a multiple of 32, else dim.
 int Int4Group(int dim);
 // Bytes of one encoded part of tokens x heads x dim values (2 per value for kNone).

@@ -33,8 +33,9 @@ at::Tensor DecodePartOn(KvCodec codec, KvRole role, const at::Tensor& bytes, int
   };
   if (codec == KvCodec::kNone) return b.narrow(0, 0, 2 * n).view(at::kHalf).view({tokens, heads, dim});
   if (codec == KvCodec::kInt8) {  // q [T, H, D] int8, then s [T, H]
+    const Int8Layout l{static_cast<size_t>(tokens * heads), static_cast<size_t>(dim)};
     const at::Tensor q = b.narrow(0, 0, n).view(at::kChar).to(at::kFloat).view({tokens, heads, dim});
-    return q.mul(halves(n, tokens * heads).view({tokens, heads, 1})).to(at::kHalf);
+    return q.mul(halves(static_cast<int64_t>(l.scales_offset()), tokens * heads).view({tokens, heads, 1})).to(at::kHalf);
   }
   // int4: element 2j in byte j's low nibble, 2j + 1 in its high one.
   const at::Tensor packed = b.narrow(0, 0, n / 2);
