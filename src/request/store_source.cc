@@ -370,10 +370,6 @@ at::Tensor StoreSource::OnModelDevice(const at::Tensor& x, at::ScalarType type) 
   return out;
 }
 
-Status StoreSource::NoDigests() const {
-  return Status::InvalidArgument(store_.options().dir + ": the store keeps no chunk digests");
-}
-
 Status StoreSource::ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put) {
   IMPRESS_CHECK(layer == layer_);
   const int64_t c = store_.geometry().chunk_tokens;
@@ -391,7 +387,7 @@ Status StoreSource::ForEachDigest(int layer, const std::function<void(const at::
 
 Status StoreSource::DigestInt8(int layer, Int8Keys* keys) {
   const ChunkGeometry& g = store_.geometry();
-  if (!g.digests) return NoDigests();
+  IMPRESS_CHECK(g.digests);  // RunRequest refuses a store without them (CheckDigests)
   if (*g.digests != DigestCodec::kInt8)
     return Status::InvalidArgument(store_.options().dir + ": its digests are " +
                                    DigestCodecNames()[static_cast<size_t>(*g.digests)] + ", not int8");
@@ -409,7 +405,7 @@ Status StoreSource::DigestInt8(int layer, Int8Keys* keys) {
 
 Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
   const ChunkGeometry& g = store_.geometry();
-  if (!g.digests) return NoDigests();
+  IMPRESS_CHECK(g.digests);  // as DigestInt8
   const int64_t c = g.chunk_tokens, p = tokens();
   // Every chunk decoded in fp32 into one buffer [Hkv, P + room, d] in stored
   // order (with room, as Keys and ProbeKeys leave), then in token order.

@@ -66,8 +66,6 @@ class StoreSource final : public PrefixSource {
   // Calls put(digest, first row) for each chunk's digest of `layer`, in
   // stored order, counting its bytes. Errors: a chunk without one.
   Status ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put);
-  // The error of a digest asked of a store that keeps none.
-  Status NoDigests() const;
   // A layer's guess at the next one's chunks: its gathered positions and
   // how many chunks they took in its own stored order.
   struct Guess {
