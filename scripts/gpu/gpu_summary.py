@@ -17,6 +17,11 @@ from selection_table import table as selection_table  # noqa: E402
 import digest_table  # noqa: E402
 
 
+def config_of(d):
+    """A run's configuration, or a sweep's first point's."""
+    return d["sweep"][0]["config"] if "sweep" in d else d.get("config", {})
+
+
 def read(path):
     return open(path).read() if os.path.exists(path) else None
 
@@ -76,19 +81,16 @@ def main():
         p = f"{out}/selection_{n}.json"
         if not os.path.exists(p):
             continue
-        d = json.load(open(p))
-        c = d["sweep"][0]["config"] if "sweep" in d else d.get("config", {})
+        c = config_of(json.load(open(p)))
         print(f"\n## Selection's cost, {c.get('task', '?')}, {c.get('device', '?')}, {c.get('pool')} x {c.get('prefix_tokens')}-token "
               f"prefixes, {c.get('requests')} measured requests (results/selection/README.md's command)\n")
         print("\n".join(selection_table(p)))
     p = f"{out}/digest_8k.json"
     if os.path.exists(p):
-        d = json.load(open(p))
-        c = d["sweep"][0]["config"] if "sweep" in d else d.get("config", {})
+        c = config_of(json.load(open(p)))
         print(f"\n## The digest system where loading dominates, {c.get('task', '?')}, {c.get('device', '?')}, {c.get('pool')} x "
               f"{c.get('prefix_tokens')}-token prefixes, {c.get('requests')} measured requests "
               "(results/digest/ttft8k_adaptive's command)\n")
-        sys.stdout.flush()
         digest_table.ttft(p)
 
 
