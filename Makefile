@@ -79,6 +79,7 @@ bench: build
 	bash scripts/bench/bench_store.sh $(BUILD)
 	bash scripts/bench/bench_remote.sh $(BUILD)
 	OMP_NUM_THREADS=1 $(BUILD)/impress_select_bench
+	OMP_NUM_THREADS=2 $(BUILD)/impress_attention_bench
 	$(BUILD)/impress_codec_bench
 
 # The main job in about two minutes on two cores, headline first: TTFT of

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "common/status.h"
+#include "model/attention_cpu.h"
 
 namespace impress {
 namespace {
@@ -34,6 +35,7 @@ at::Tensor AttendFused(const LayerQkv& x, const at::Tensor& keys, const at::Tens
 }  // namespace
 
 at::Tensor Attend(const LayerQkv& x, const PrefixKv& prefix) {
+  if (at::Tensor fused; AttendCpu(x, prefix, &fused)) return fused;
   const int64_t hq = x.q.size(0), t = x.q.size(1), d = x.q.size(2);
   const int64_t hkv = x.k.size(0);
   IMPRESS_CHECK(hq % hkv == 0);

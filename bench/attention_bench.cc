@@ -1,0 +1,90 @@
+// Attention of SmolLM2's shape (9 query heads over 3 KV heads, head_dim 64)
+// on the host: the project's Attend (model/attention.h, which takes the fused
+// CPU kernel of model/attention_cpu.h where it applies) against LibTorch's
+// scaled_dot_product_attention given the same queries, keys and mask.
+// Reports GFLOP/s (4 * Hq * T * (P + T) * d a call, the causal half
+// included). Shapes: a request's 80 new tokens over a quarter of an 8K and of
+// a 2K prefix (one set a layer), over an H2O union with its per-head mask,
+// and a 2K-token prefill with no prefix.
+//
+//   impress_attention_bench [--benchmark_out=FILE --benchmark_out_format=json]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+
+#include "bench_provenance.h"
+#include "model/attention.h"
+
+namespace {
+
+constexpr int64_t kHq = 9, kHkv = 3, kDim = 64;
+
+struct Inputs {
+  impress::LayerQkv x;
+  impress::PrefixKv prefix;
+};
+
+Inputs Make(int64_t t, int64_t p, bool keep) {
+  at::manual_seed(1);
+  Inputs in;
+  in.x.q = at::randn({kHq, t, kDim});
+  in.x.k = at::randn({kHkv, t, kDim});
+  in.x.v = at::randn({kHkv, t, kDim});
+  in.x.scale = 0.125f;
+  if (p > 0) {
+    in.prefix.k = at::randn({kHkv, p, kDim});
+    in.prefix.v = at::randn({kHkv, p, kDim});
+    if (keep) in.prefix.keep = at::rand({kHq, p}) < 0.5;
+  }
+  return in;
+}
+
+void Count(benchmark::State& state, int64_t t, int64_t p) {
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * kHq * t * (p + t) * kDim * state.iterations() / 1e9,
+                                                 benchmark::Counter::kIsRate);
+  state.counters["threads"] = at::get_num_threads();
+}
+
+void BM_Attend(benchmark::State& state, int64_t t, int64_t p, bool keep) {
+  const Inputs in = Make(t, p, keep);
+  for (auto _ : state) benchmark::DoNotOptimize(impress::Attend(in.x, in.prefix).data_ptr<float>());
+  Count(state, t, p);
+}
+
+// LibTorch's fused kernel with the mask Attend's general path gives it:
+// every prefix column (or the keep mask per head), causal among the new.
+void BM_LibTorch(benchmark::State& state, int64_t t, int64_t p, bool keep) {
+  const Inputs in = Make(t, p, keep);
+  at::Tensor own = at::ones({t, t}, at::kBool).tril();
+  at::Tensor mask = p > 0 ? at::cat({at::ones({t, p}, at::kBool), own}, 1) : own;
+  if (keep) mask = at::cat({in.prefix.keep.unsqueeze(1).expand({kHq, t, p}), own.expand({kHq, t, t})}, 2);
+  for (auto _ : state) {
+    at::Tensor keys = p > 0 ? at::cat({in.prefix.k, in.x.k}, 1) : in.x.k;
+    at::Tensor vals = p > 0 ? at::cat({in.prefix.v, in.x.v}, 1) : in.x.v;
+    at::Tensor out = at::scaled_dot_product_attention(in.x.q.unsqueeze(0), keys.unsqueeze(0), vals.unsqueeze(0), mask,
+                                                      0.0, false, in.x.scale, /*enable_gqa=*/true);
+    benchmark::DoNotOptimize(out[0].transpose(0, 1).reshape({t, kHq * kDim}).data_ptr<float>());
+  }
+  Count(state, t, p);
+}
+
+#define IMPRESS_SHAPES(F)                                    \
+  BENCHMARK_CAPTURE(F, request_8k_quarter, 80, 2048, false); \
+  BENCHMARK_CAPTURE(F, request_2k_quarter, 80, 512, false);  \
+  BENCHMARK_CAPTURE(F, request_h2o_union, 80, 4096, true);   \
+  BENCHMARK_CAPTURE(F, prefill_2k, 2048, 0, false)
+
+IMPRESS_SHAPES(BM_Attend);
+IMPRESS_SHAPES(BM_LibTorch);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  impress::RecordCommandLine(argc, argv);
+  impress::AddProvenanceContext("");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
