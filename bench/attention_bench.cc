@@ -1,7 +1,7 @@
 // Attention of SmolLM2's shape (9 query heads over 3 KV heads, head_dim 64)
 // on the host: the project's Attend (model/attention.h, which takes the fused
-// CPU kernel of model/attention_cpu.h where it applies) against LibTorch's
-// scaled_dot_product_attention given the same queries, keys and mask.
+// CPU kernel of model/attention_cpu.h where it applies) against
+// AttendLibTorch, the path from LibTorch's kernels it took before.
 // Reports GFLOP/s (4 * Hq * T * (P + T) * d a call, the causal half
 // included). Shapes: a request's 80 new tokens over a quarter of an 8K and of
 // a 2K prefix (one set a layer), over an H2O union with its per-head mask,
@@ -51,20 +51,12 @@ void BM_Attend(benchmark::State& state, int64_t t, int64_t p, bool keep) {
   Count(state, t, p);
 }
 
-// LibTorch's fused kernel with the mask Attend's general path gives it:
-// every prefix column (or the keep mask per head), causal among the new.
+// The path Attend took before the fused CPU kernel, and still takes off the
+// CPU: LibTorch's fused attention (causal, or with a mask where there is a
+// prefix), matmuls and a masked softmax where a keep mask hides tokens per head.
 void BM_LibTorch(benchmark::State& state, int64_t t, int64_t p, bool keep) {
   const Inputs in = Make(t, p, keep);
-  at::Tensor own = at::ones({t, t}, at::kBool).tril();
-  at::Tensor mask = p > 0 ? at::cat({at::ones({t, p}, at::kBool), own}, 1) : own;
-  if (keep) mask = at::cat({in.prefix.keep.unsqueeze(1).expand({kHq, t, p}), own.expand({kHq, t, t})}, 2);
-  for (auto _ : state) {
-    at::Tensor keys = p > 0 ? at::cat({in.prefix.k, in.x.k}, 1) : in.x.k;
-    at::Tensor vals = p > 0 ? at::cat({in.prefix.v, in.x.v}, 1) : in.x.v;
-    at::Tensor out = at::scaled_dot_product_attention(in.x.q.unsqueeze(0), keys.unsqueeze(0), vals.unsqueeze(0), mask,
-                                                      0.0, false, in.x.scale, /*enable_gqa=*/true);
-    benchmark::DoNotOptimize(out[0].transpose(0, 1).reshape({t, kHq * kDim}).data_ptr<float>());
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(impress::AttendLibTorch(in.x, in.prefix).data_ptr<float>());
   Count(state, t, p);
 }
 

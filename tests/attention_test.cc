@@ -31,21 +31,6 @@ at::Tensor Reference(const LayerQkv& x, const PrefixKv& prefix) {
   return at::matmul(at::softmax(scores, -1), v).transpose(0, 1).reshape({t, hq * d});
 }
 
-// LibTorch's fused fp32 attention on the same inputs and mask.
-at::Tensor Reference32(const LayerQkv& x, const PrefixKv& prefix) {
-  const int64_t hq = x.q.size(0), t = x.q.size(1), d = x.q.size(2);
-  const int64_t p = prefix.k.defined() ? prefix.k.size(1) : 0;
-  const at::Tensor k = p > 0 ? at::cat({prefix.k, x.k}, 1) : x.k;
-  const at::Tensor v = p > 0 ? at::cat({prefix.v, x.v}, 1) : x.v;
-  at::Tensor visible = at::ones({hq, t, p + t}, at::kBool);
-  visible.narrow(2, p, t).copy_(at::ones({t, t}, at::kBool).tril().expand({hq, t, t}));
-  if (p > 0 && prefix.keep.defined()) visible.narrow(2, 0, p).copy_(prefix.keep.unsqueeze(1).expand({hq, t, p}));
-  return at::scaled_dot_product_attention(x.q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), visible.unsqueeze(0), 0.0,
-                                          false, x.scale, /*enable_gqa=*/true)[0]
-      .transpose(0, 1)
-      .reshape({t, hq * d});
-}
-
 struct Shape {
   int64_t hq, hkv, d, t, p;
   bool keep;
@@ -77,9 +62,9 @@ TEST_P(AttentionTest, FusedCpuKernelMatchesTheDefinition) {
   ASSERT_TRUE(AttendCpu(x, prefix, &fused));
   const at::Tensor want = Reference(x, prefix);
   ASSERT_EQ(fused.sizes(), want.sizes());
-  // As close to the definition as LibTorch's own fp32 attention on the same
-  // inputs (its error scales with the scores' size, rounded in fp32 by both).
-  const at::Tensor libtorch = Reference32(x, prefix);
+  // As close to the definition as the path from LibTorch's kernels on the
+  // same inputs (the error scales with the scores' size, rounded in fp32 by both).
+  const at::Tensor libtorch = AttendLibTorch(x, prefix);
   const double err = (fused.to(at::kDouble) - want).abs().max().item<double>();
   const double libtorch_err = (libtorch.to(at::kDouble) - want).abs().max().item<double>();
   EXPECT_LE(err, 2 * libtorch_err) << "LibTorch's error " << libtorch_err;

@@ -36,6 +36,10 @@ at::Tensor AttendFused(const LayerQkv& x, const at::Tensor& keys, const at::Tens
 
 at::Tensor Attend(const LayerQkv& x, const PrefixKv& prefix) {
   if (at::Tensor fused; AttendCpu(x, prefix, &fused)) return fused;
+  return AttendLibTorch(x, prefix);
+}
+
+at::Tensor AttendLibTorch(const LayerQkv& x, const PrefixKv& prefix) {
   const int64_t hq = x.q.size(0), t = x.q.size(1), d = x.q.size(2);
   const int64_t hkv = x.k.size(0);
   IMPRESS_CHECK(hq % hkv == 0);

@@ -12,6 +12,12 @@ namespace impress {
 // Returns [T, num_heads * head_dim]. Query head h uses KV head h / (Hq / Hkv).
 // Softmax runs in fp32 whatever the compute dtype. Work is split into blocks of
 // query rows so that memory stays O(block * (P + T)).
+// On the CPU in fp32 the fused kernel of model/attention_cpu.h, elsewhere
+// AttendLibTorch.
 at::Tensor Attend(const LayerQkv& qkv, const PrefixKv& prefix);
+
+// The same from LibTorch's kernels: its fused attention where every prefix
+// token is visible to every head, else matmuls and a masked softmax.
+at::Tensor AttendLibTorch(const LayerQkv& qkv, const PrefixKv& prefix);
 
 }  // namespace impress
