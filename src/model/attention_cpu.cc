@@ -4,6 +4,11 @@
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() (initialised from
+// itself) as a mask source, which -Wmaybe-uninitialized reports once inlined
+// here (GCC bug 105593); no value of this file is read uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
