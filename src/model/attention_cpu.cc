@@ -152,7 +152,7 @@ uint64_t PrefixVisible(const Tile& tile, const bool* keep_row) {
   return bits;
 }
 
-// One work item: rows [i0, i0 + n) (new tokens) of query head `head`
+// One work item: rows [i0, i0 + n) (new tokens) of one query head
 // against its KV group's tiles, in two passes: every visible score and each
 // row's max first (into `scratch`, kMaxRows x kCols a tile), then e^(s - max),
 // their sum and the weighted values. Each weight is then what it would be in
