@@ -30,16 +30,17 @@ bool HasAvx512() {
 
 // One tile of keys: columns [first, first + width) (width <= kCols) of
 // [prefix ; new tokens], the first `split` of them the prefix's. Its keys
-// packed transposed and zero padded ([d][kCols]); its values read in place,
-// the prefix's at `prefix_values` and the new tokens' at `new_values`
-// ([columns][d] from the tile's first column of each). Tiles start at whole
-// multiples of kCols of the joined columns, so a row's sums are grouped
-// alike however its keys are split between prefix and new tokens.
+// packed transposed and zero padded ([d][kCols]) from `prefix_keys` and
+// `new_keys`; its values read in place from `prefix_values` and
+// `new_values` (each [columns][d] from the tile's first column of that
+// source). Tiles start at whole multiples of kCols of the joined columns,
+// so a row's sums are grouped alike however its keys are split between
+// prefix and new tokens.
 struct Tile {
   int64_t first = 0, width = 0, split = 0;
   float* packed = nullptr;
-  const float* prefix_values = nullptr;
-  const float* new_values = nullptr;
+  const float *prefix_keys = nullptr, *new_keys = nullptr;
+  const float *prefix_values = nullptr, *new_values = nullptr;
 };
 
 #define IMPRESS_AVX512 __attribute__((target("avx512f")))
@@ -212,12 +213,18 @@ IMPRESS_AVX512 void AttendRows(const float* q, int n, int64_t i0, int64_t p, con
 }
 
 // Packs the tile's keys transposed into [d][kCols], zeros past its width.
-void PackKeys(const Tile& tile, const float* prefix_keys, const float* new_keys, int64_t d) {
+void PackKeys(const Tile& tile, int64_t d) {
   std::fill(tile.packed, tile.packed + d * kCols, 0.0f);
   for (int64_t c = 0; c < tile.width; ++c) {
-    const float* key = c < tile.split ? prefix_keys + c * d : new_keys + (c - tile.split) * d;
+    const float* key = c < tile.split ? tile.prefix_keys + c * d : tile.new_keys + (c - tile.split) * d;
     for (int64_t k = 0; k < d; ++k) tile.packed[k * kCols + c] = key[k];
   }
+}
+
+// `x` ([H, n, d]) itself where each head's rows are dense (a gathered
+// prefix with room after each head's rows is), else a contiguous copy.
+at::Tensor DenseRows(const at::Tensor& x) {
+  return x.stride(2) == 1 && x.stride(1) == x.size(2) ? x : x.contiguous();
 }
 
 template <int ND>
@@ -226,40 +233,35 @@ void Run(const LayerQkv& x, const PrefixKv& prefix, at::Tensor* out) {
   const int64_t hq = x.q.size(0), t = x.q.size(1), hkv = x.k.size(0), g = hq / hkv;
   const int64_t p = prefix.k.defined() ? prefix.k.size(1) : 0;
   const at::Tensor q = (x.q * x.scale).contiguous();
-  const at::Tensor nk = x.k.contiguous(), nv = x.v.contiguous();
+  const at::Tensor nk = DenseRows(x.k), nv = DenseRows(x.v);
   at::Tensor pk, pv, keep;
-  if (p > 0) pk = prefix.k.contiguous(), pv = prefix.v.contiguous();
+  if (p > 0) pk = DenseRows(prefix.k), pv = DenseRows(prefix.v);
   if (p > 0 && prefix.keep.defined()) keep = prefix.keep.to(at::kBool).contiguous();
 
   const int64_t tiles_per_head = (p + t + kCols - 1) / kCols;
   at::Tensor packed = at::empty({hkv * tiles_per_head * d * kCols}, at::kFloat);  // 64-byte aligned (CPU allocator)
   std::vector<std::vector<Tile>> tiles(static_cast<size_t>(hkv));
-  struct Keys {
-    const float *prefix, *fresh;
-  };
-  std::vector<std::pair<const Tile*, Keys>> to_pack;
-  for (int64_t h = 0; h < hkv; ++h) {
-    std::vector<Tile>& mine = tiles[static_cast<size_t>(h)];
+  for (int64_t h = 0; h < hkv; ++h)
     for (int64_t c0 = 0; c0 < p + t; c0 += kCols) {
       Tile tile;
       tile.first = c0;
       tile.width = std::min(kCols, p + t - c0);
       tile.split = std::clamp<int64_t>(p - c0, 0, tile.width);
       tile.packed = packed.data_ptr<float>() + (h * tiles_per_head + c0 / kCols) * d * kCols;
-      const int64_t fresh0 = std::max<int64_t>(c0 - p, 0);  // the tile's first new token
-      if (tile.split > 0) tile.prefix_values = pv.data_ptr<float>() + (h * p + c0) * d;
-      if (tile.split < tile.width) tile.new_values = nv.data_ptr<float>() + (h * t + fresh0) * d;
-      mine.push_back(tile);
+      if (tile.split > 0) {
+        tile.prefix_keys = pk.data_ptr<float>() + h * pk.stride(0) + c0 * d;
+        tile.prefix_values = pv.data_ptr<float>() + h * pv.stride(0) + c0 * d;
+      }
+      if (tile.split < tile.width) {
+        const int64_t fresh0 = std::max<int64_t>(c0 - p, 0);  // the tile's first new token
+        tile.new_keys = nk.data_ptr<float>() + h * nk.stride(0) + fresh0 * d;
+        tile.new_values = nv.data_ptr<float>() + h * nv.stride(0) + fresh0 * d;
+      }
+      tiles[static_cast<size_t>(h)].push_back(tile);
     }
-    for (const Tile& tile : mine)
-      to_pack.push_back({&tile, Keys{tile.split > 0 ? pk.data_ptr<float>() + (h * p + tile.first) * d : nullptr,
-                                     nk.data_ptr<float>() + (h * t + std::max<int64_t>(tile.first - p, 0)) * d}});
-  }
-  at::parallel_for(0, static_cast<int64_t>(to_pack.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const auto& [tile, keys] = to_pack[static_cast<size_t>(i)];
-      PackKeys(*tile, keys.prefix, keys.fresh, d);
-    }
+  at::parallel_for(0, hkv * tiles_per_head, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      PackKeys(tiles[static_cast<size_t>(i / tiles_per_head)][static_cast<size_t>(i % tiles_per_head)], d);
   });
 
   *out = at::empty({t, hq * d}, at::kFloat);
