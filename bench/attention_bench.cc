@@ -71,12 +71,4 @@ IMPRESS_SHAPES(BM_LibTorch);
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  impress::RecordCommandLine(argc, argv);
-  impress::AddProvenanceContext("");
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return impress::RunBenchmarksMain(argc, argv); }

@@ -19,4 +19,17 @@ inline void AddProvenanceContext(const std::string& model_dir) {
     benchmark::AddCustomContext("impress_" + key, value.is_string() ? value.get<std::string>() : value.dump());
 }
 
+// The whole main of a benchmark with no flags of its own and no model: the
+// command line recorded, the provenance context, Google Benchmark's flags
+// (an unknown one an error, exit 1) and every registered benchmark run.
+inline int RunBenchmarksMain(int argc, char** argv) {
+  RecordCommandLine(argc, argv);
+  AddProvenanceContext("");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
 }  // namespace impress

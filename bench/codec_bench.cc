@@ -72,12 +72,4 @@ BENCHMARK_CAPTURE(BM_Decode, int4_values, KvCodec::kInt4, KvRole::kValues);
 BENCHMARK_CAPTURE(BM_Encode, int8, KvCodec::kInt8, KvRole::kKeys);
 BENCHMARK_CAPTURE(BM_Encode, int4_keys, KvCodec::kInt4, KvRole::kKeys);
 BENCHMARK_CAPTURE(BM_Encode, int4_values, KvCodec::kInt4, KvRole::kValues);
-int main(int argc, char** argv) {
-  impress::RecordCommandLine(argc, argv);
-  impress::AddProvenanceContext("");
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return impress::RunBenchmarksMain(argc, argv); }
