@@ -132,6 +132,8 @@ expect "ITF unit list with a bogus one" "--itf-unit: bogus not in {token,chunk}"
 expect "chunk of 0 tokens" "--chunk: must be a positive number, not '0' (--help lists the options)" -- run --model "$src" --chunk 16,0
 expect "unknown option" "The following argument was not expected: --bogus" -- run --model "$src" --bogus
 expect "speculation without read-ahead" "--no-prefetch excludes --speculate" -- run --model "$src" --speculate --no-prefetch
+expect "read-ahead without prefetch" "--no-prefetch excludes --read-ahead" -- run --model "$src" --read-ahead 2 --no-prefetch
+expect "read-ahead of no layer" "--read-ahead: Value 0 not in range" -- run --model "$src" --read-ahead 0
 expect "run without a model" "--model is required" -- run --task piqa
 expect "reproduce without a figure" "name a figure, or all (\`impress list figures\` prints them)" -- reproduce --model "$src"
 expect "list of nothing known" "what: bogus not in {systems,figures,tasks,codecs}" -- list bogus

@@ -542,6 +542,38 @@ TEST_P(ReuseTest, DigestSpeculationChangesOnlyWhichBytesAreReadAhead) {
   EXPECT_EQ(on.load.bytes[Tier::kDisk], off.load.bytes[Tier::kDisk] + (on.speculated_chunks - on.speculated_used) * 2 * kb);
 }
 
+// RequestOptions::read_ahead r starts the reads of layers l+1 .. l+r after
+// layer l's selection: the same selections, attention and (without a guess)
+// bytes; with a guess, layer l's is the set of layer max(0, l - r), read as
+// that layer read it (Speculation::kAnywhere takes as many chunks).
+TEST_P(ReuseTest, ReadAheadDepthChangesOnlyWhenBytesAreRead) {
+  store_digests_ = true;
+  const ItfVariants itf = Itf();
+  const int layers = model_->config().num_layers;
+  for (const System& sys : {Named("as"), Named("h2o-lfu", 0.1), Named("digest", 0.25), itf.always}) {
+    const bool guesses = sys.select.kind == SelectorKind::kDigest || sys.select.kind == SelectorKind::kItf;
+    const Speculation how = guesses ? Speculation::kAnywhere : Speculation::kOff;
+    RequestTrace one;
+    at::Tensor base = OnStoredPrefix(sys, &one, RequestOptions{true, how, 1});
+    for (int r : {2, 3}) {
+      SCOPED_TRACE(sys.name + " read ahead " + std::to_string(r));
+      RequestTrace deep;
+      at::Tensor got = OnStoredPrefix(sys, &deep, RequestOptions{true, how, r});
+      ExpectSameSelection(got, deep, base, one);
+      if (!guesses) {
+        EXPECT_EQ(deep.load.bytes[Tier::kDisk], one.load.bytes[Tier::kDisk]);
+        continue;
+      }
+      ASSERT_EQ(deep.layer_kv_chunks.size(), static_cast<size_t>(layers));
+      for (const auto& [trace, depth] : {std::pair<const RequestTrace*, int>{&one, 1}, {&deep, r}}) {
+        int64_t guessed = 0;  // each layer's guess: the chunks its guessing layer read
+        for (int l = 1; l < layers; ++l) guessed += trace->layer_kv_chunks[static_cast<size_t>(std::max(0, l - depth))];
+        EXPECT_EQ(trace->speculated_chunks, guessed) << "depth " << depth;
+      }
+    }
+  }
+}
+
 // With Speculation::kCached the guess takes only chunks a cache level holds:
 // after a request with another question, the measured request reads from
 // disk exactly what it reads without a guess, guessing only cached chunks,

@@ -88,10 +88,15 @@ int RunRun(RunOptions o) {
 }
 
 // --no-prefetch and a flag per speculation mode (SpeculationModes), each
-// excluding the others.
+// excluding the others; --read-ahead, excluding --no-prefetch.
 void AddReadAheadFlags(CLI::App* cmd, RunOptions* o) {
   std::vector<CLI::Option*> taken = {
       cmd->add_flag("--no-prefetch", o->no_prefetch, "load each layer only when it is needed")};
+  cmd->add_option("--read-ahead", o->config.read_ahead,
+                  "layers ahead that reads start: 1 (the paper's pipeline) reads layer l+1 while layer l computes; N "
+                  "starts layers l+1 .. l+N (speculative guesses from the last layer's set)")
+      ->check(CLI::Range(1, 8))
+      ->excludes(taken.front());
   for (const SpeculationMode& m : SpeculationModes()) {
     if (m.flag == nullptr) continue;
     CLI::Option* flag = cmd->add_flag_callback(m.flag, [c = &o->config, mode = m.mode] { c->speculate = mode; }, m.help);

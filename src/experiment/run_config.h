@@ -61,6 +61,7 @@ struct RunConfig {
   uint64_t seed = 1234;
   bool prefetch = true;
   Speculation speculate = Speculation::kOff;       // impress and digest systems: RequestOptions::speculate
+  int read_ahead = 1;                              // with prefetch: RequestOptions::read_ahead
   int reorder_every = 0;                           // RO systems: background pass every N requests (0: never)
   std::string remote;                              // redis://HOST:PORT[,...]: the shared tier below the disk (empty: none)
   double remote_bw = 0;                            // bytes/s cap on remote reads (0: none)

@@ -34,11 +34,12 @@ void PrintConfiguration(const RunResults& result, std::FILE* out) {
     caches += (caches.empty() ? "" : ", ") + std::string(TierName(t)) + " " + Size(static_cast<double>(c.cache_bytes[t]));
     if (t == kTiers[0]) caches += result.device == "cuda" ? " (CUDA)" : " (emulated in host memory)";
   }
-  std::fprintf(out, "caches: %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s%s%s\n\n",
+  const std::string ahead = c.read_ahead != 1 ? "; reads " + std::to_string(c.read_ahead) + " layers ahead" : "";
+  std::fprintf(out, "caches: %s; disk cap %s, h2d cap %s; KV %lld bytes/token; retention %.3g, alpha %.3g, ITF unit %s, probe heads %s%s%s%s\n\n",
                caches.c_str(), Size(c.disk_bw).c_str(), Size(c.h2d_bw).c_str(), static_cast<long long>(result.kv_bytes_per_token),
                c.select.retention, c.select.alpha, NameOf(ItfUnitNames(), c.select.unit).c_str(),
                NameOf(ProbeLayoutNames(), c.select.probe_layout).c_str(), c.prefetch ? "" : "; no prefetch",
-               SpeculationModeOf(c.speculate).report);
+               SpeculationModeOf(c.speculate).report, ahead.c_str());
 }
 
 // Bytes from each tier down to the home one, hits in each cache tier, and

@@ -110,6 +110,7 @@ nlohmann::ordered_json RunConfig::ToJson() const {
           {"remote", remote}, {"remote_bw", remote_bw}});
   if (kv_codec != "fp16") j["kv_codec"] = kv_codec;  // fp16 runs' JSON stays as it was
   if (const char* from = SpeculationModeOf(speculate).json_from) j["speculate_from"] = from;  // as kv_codec
+  if (read_ahead != 1) j["read_ahead"] = read_ahead;  // likewise
   AddImportanceJson(select.importance, &j);
   if (AnyReadsDigests(systems)) j["digest"] = DigestJson(select.digest);
   if (!task_file.empty()) j["task_file"] = task_file;
@@ -273,7 +274,7 @@ StatusOr<RequestRow> AnswerRequest(Model& m, const Tokenizer& tok, const RunConf
     ++storable;
   std::unique_ptr<RewindableKv> kv;
   ASSIGN_OR_RETURN(at::Tensor last, RunRequest(system, m, store, ctx.ids, storable, &kv, trace,
-                                               RequestOptions{o.prefetch, o.speculate}));
+                                               RequestOptions{o.prefetch, o.speculate, o.read_ahead}));
   RequestRow row{r.prefix, r.doc, trace->ttft_ms, trace->io_ms, trace->select_ms, trace->reused_tokens,
                  trace->load.bytes, trace->kv_chunks(),
                  trace->recomputed_after_error, trace->healed_chunks, 0, {}, trace->digest_bytes, std::nullopt, 0, 0};

@@ -48,6 +48,7 @@ class LayerReads {
       return t;
     });
   }
+  bool Started(int l) const { return reads_[l].valid(); }
   T Take(int l) {
     timeline_.Asking(l);
     T t = reads_[l].valid() ? reads_[l].get() : read_(l, nullptr);

@@ -89,6 +89,12 @@ struct RequestOptions {
   // read after the selection when needed, so a guess costs no bytes below
   // the caches.
   Speculation speculate = Speculation::kOff;
+  // With prefetch: how many layers ahead the reads above start. 1 (the
+  // paper's pipeline): layer l's selection starts layer l+1's. r > 1: it
+  // starts every not yet started read up to layer l+r, so reads from a slow
+  // tier overlap r layers of compute; a guess is then the set of the layer
+  // r back. It changes when bytes are read, never what attention sees.
+  int read_ahead = 1;
   // Also told what every layer's selection ranked by and chose (may be null;
   // on a failed read a layer reports an empty selection).
   SelectionObserver* observer = nullptr;

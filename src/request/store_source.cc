@@ -85,7 +85,7 @@ StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLea
       first_parts_(PartsOf(ahead)),
       speculate_(ro.prefetch && (ahead == ReadAhead::kProbeKeys || ahead == ReadAhead::kNone) ? ro.speculate
                                                                                               : Speculation::kOff),
-      key_room_(new_tokens),
+      read_ahead_(std::max(1, ro.read_ahead)), key_room_(new_tokens),
       first_reads_(model.config().num_layers, [this](int l, DeviceSpans* spans) { return ReadFirst(l, spans); }, store.load_stream()) {
   // Each layer's token order, on the device once per lease (on the CPU the lease's own).
   if (lease.reordered()) {
@@ -93,11 +93,21 @@ StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLea
     token_order_ready_ = store.load_stream().Mark();  // the copies up, for reads on the load stream
   }
   for (int l = 0; l < model.config().num_layers; ++l) demand_spans_.emplace_back(&store.load_stream());
-  if (prefetch_) first_reads_.Start(0);
+  guess_of_.resize(model.config().num_layers);
+  if (prefetch_) StartRead(0);
 }
 
 void StoreSource::Start(int l) {
-  if (prefetch_) first_reads_.Start(l);
+  // A method that reads nothing ahead has nothing to start until it has a guess.
+  const bool empty = first_parts_ == 0 && (speculate_ == Speculation::kOff || !last_guess_.tokens.defined());
+  if (!prefetch_ || empty) return;
+  for (int j = l; j < std::min(l + read_ahead_, static_cast<int>(guess_of_.size())); ++j) StartRead(j);
+}
+
+void StoreSource::StartRead(int l) {
+  if (first_reads_.Started(l)) return;
+  guess_of_[l] = last_guess_;
+  first_reads_.Start(l);
 }
 
 // As many chunks as the guessing layer read, those holding most of its
@@ -134,14 +144,15 @@ std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
 StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
   store_.load_stream().Wait(token_order_ready_);  // on the load stream: after the token order's copy up
   FirstRead r;
-  const bool guess = speculate_ != Speculation::kOff && last_guess_.tokens.defined();
+  const Guess& g = guess_of_[l];
+  const bool guess = speculate_ != Speculation::kOff && g.tokens.defined();
   if (first_parts_ == 0 && !guess) {  // the method reads nothing ahead: every chunk's parts start empty
     r.parts.resize(chunks_.size());
     return r;
   }
   std::vector<uint8_t> want(chunks_.size(), first_parts_);
   if (guess) {
-    r.guessed = GuessedChunks(last_guess_, l);
+    r.guessed = GuessedChunks(g, l);
     for (int64_t i : r.guessed) want[i] = kKeys | kValues;
   }
   // On CUDA what it reads is on the device when Fetch returns (copied on the

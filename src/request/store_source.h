@@ -4,12 +4,14 @@
 // Around the method it adds what only a store needs:
 //  - read-ahead: layer l's query-independent part (the method's ReadAhead:
 //    keys, probe keys, or everything) is read on another thread while layer
-//    l-1 computes (Start), and taken when layer l begins (Begin); that part
+//    l-1 computes (Start; with RequestOptions::read_ahead r, from layer
+//    l-r's selection on), and taken when layer l begins (Begin); that part
 //    is also stacked in token order and in the compute dtype there, so that
 //    All, Keys or ProbeKeys find the layer's tensor ready;
 //  - speculation (RequestOptions::speculate, methods that read probe keys or
 //    nothing ahead): that read also takes the K and V of the chunks where the
-//    last gathered set's positions are likeliest, a guess at this layer's set;
+//    last gathered set's positions are likeliest, a guess at this layer's set
+//    (the set gathered last when the read started);
 //  - accounting: time waiting for reads (trace io_ms), bytes and hits per
 //    tier, the chunks whose K or V a selection read and their tiers, and the
 //    score policy's per-chunk important shares (Observe, timed as placement).
@@ -40,8 +42,10 @@ class StoreSource final : public PrefixSource {
               const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace);
   // Layer l's query-independent read: the one started early, else read now.
   Status Begin(int l);
-  // Starts layer l's query-independent read on another thread (a no-op
-  // without prefetch, past the last layer, or when already started).
+  // Starts the query-independent reads of layers l .. l + read_ahead - 1
+  // on other threads, each at most once, each guessing (speculation) from
+  // the set gathered last (a no-op without prefetch or past the last layer).
+  // The constructor starts layer 0's.
   void Start(int l);
 
   int64_t tokens() const override { return chunks() * store_.geometry().chunk_tokens; }
@@ -82,6 +86,7 @@ class StoreSource final : public PrefixSource {
     at::Tensor k, v;
   };
   FirstRead ReadFirst(int l, DeviceSpans* spans);
+  void StartRead(int l);  // layer l's first read with last_guess_, unless started
   std::vector<int64_t> GuessedChunks(const Guess& g, int l) const;
   std::vector<int64_t> Every() const;  // every chunk index, ascending
   // Makes `what` present for the chunks `which` of the current layer (no
@@ -108,14 +113,17 @@ class StoreSource final : public PrefixSource {
   bool prefetch_;
   uint8_t first_parts_;  // ChunkPart bits of every layer's first read
   Speculation speculate_;  // RequestOptions::speculate where it applies, else kOff
+  int read_ahead_;         // RequestOptions::read_ahead, at least 1
   int64_t key_room_;     // rows after each head's in the keys handed out
   int layer_ = -1;       // the layer Begin last took
   std::vector<ChunkParts> parts_;  // what the current layer has read
   at::Tensor all_k_, all_v_;       // the current layer's FirstRead::k and v
-  // The last gathering layer's. Layer l+1's first read (on another thread)
-  // runs between Start(l + 1), after layer l's selection, and Begin(l + 1),
-  // which takes that read before layer l+1's selection writes here.
+  // The last gathering layer's, written by its Gather on the layers' thread.
   Guess last_guess_;
+  // Per layer, the guess its first read takes: last_guess_ as it was when
+  // Start launched that read (written before the launch, then read only by
+  // that read, which Begin takes).
+  std::vector<Guess> guess_of_;
   std::vector<int64_t> guessed_;  // the current layer's chunks read on the guess
   // Per layer, the lease's slots (token order) on the model's device, and
   // the point on the compute stream after their copies up (CUDA).
