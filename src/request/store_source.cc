@@ -19,6 +19,7 @@ uint8_t PartsOf(ReadAhead a) {
     case ReadAhead::kKeys: return kKeys;
     case ReadAhead::kProbeKeys: return kProbeKeys;
     case ReadAhead::kNone: return 0;
+    case ReadAhead::kDigests: return 0;
   }
   return kKeys | kValues;
 }
@@ -83,8 +84,11 @@ StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLea
                          const RequestOptions& ro, int64_t new_tokens, RequestTrace* trace)
     : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
       first_parts_(PartsOf(ahead)),
-      speculate_(ro.prefetch && (ahead == ReadAhead::kProbeKeys || ahead == ReadAhead::kNone) ? ro.speculate
-                                                                                              : Speculation::kOff),
+      speculate_(ro.prefetch && (ahead == ReadAhead::kProbeKeys || ahead == ReadAhead::kNone ||
+                                 ahead == ReadAhead::kDigests)
+                     ? ro.speculate
+                     : Speculation::kOff),
+      digests_ahead_(ahead == ReadAhead::kDigests),
       read_ahead_(std::max(1, ro.read_ahead)), key_room_(new_tokens),
       first_reads_(model.config().num_layers, [this](int l, DeviceSpans* spans) { return ReadFirst(l, spans); }, store.load_stream()) {
   // Each layer's token order, on the device once per lease (on the CPU the lease's own).
@@ -99,7 +103,8 @@ StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLea
 
 void StoreSource::Start(int l) {
   // A method that reads nothing ahead has nothing to start until it has a guess.
-  const bool empty = first_parts_ == 0 && (speculate_ == Speculation::kOff || !last_guess_.tokens.defined());
+  const bool empty =
+      first_parts_ == 0 && !digests_ahead_ && (speculate_ == Speculation::kOff || !last_guess_.tokens.defined());
   if (!prefetch_ || empty) return;
   for (int j = l; j < std::min(l + read_ahead_, static_cast<int>(guess_of_.size())); ++j) StartRead(j);
 }
@@ -144,9 +149,13 @@ std::vector<int64_t> StoreSource::GuessedChunks(const Guess& g, int l) const {
 StoreSource::FirstRead StoreSource::ReadFirst(int l, DeviceSpans* spans) {
   store_.load_stream().Wait(token_order_ready_);  // on the load stream: after the token order's copy up
   FirstRead r;
+  if (digests_ahead_) {
+    r.status = AssembleInt8(l, &r.digests, &r.digest_bytes, spans);
+    if (!r.status.ok()) return r;
+  }
   const Guess& g = guess_of_[l];
   const bool guess = speculate_ != Speculation::kOff && g.tokens.defined();
-  if (first_parts_ == 0 && !guess) {  // the method reads nothing ahead: every chunk's parts start empty
+  if (first_parts_ == 0 && !guess) {  // the method reads no chunk part ahead: every chunk's parts start empty
     r.parts.resize(chunks_.size());
     return r;
   }
@@ -187,12 +196,15 @@ Status StoreSource::Begin(int l) {
   parts_.clear();
   guessed_.clear();
   all_k_ = all_v_ = at::Tensor();
+  digests_ = Int8Keys{};
   if (!r.status.ok()) return r.status;
   parts_ = std::move(r.parts);
   all_k_ = std::move(r.k);
   all_v_ = std::move(r.v);
   trace_->speculated_chunks += static_cast<int64_t>(r.guessed.size());
   guessed_ = std::move(r.guessed);
+  digests_ = std::move(r.digests);
+  trace_->digest_bytes += r.digest_bytes;
   return Status::OK();
 }
 
@@ -381,8 +393,8 @@ at::Tensor StoreSource::OnModelDevice(const at::Tensor& x, at::ScalarType type) 
   return out;
 }
 
-Status StoreSource::ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put) {
-  IMPRESS_CHECK(layer == layer_);
+Status StoreSource::ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put,
+                                  int64_t* bytes) const {
   const int64_t c = store_.geometry().chunk_tokens;
   for (size_t i = 0; i < chunks_.size(); ++i) {
     const at::Tensor d = store_.Digest(chunks_[i], layer);
@@ -391,12 +403,12 @@ Status StoreSource::ForEachDigest(int layer, const std::function<void(const at::
                                      std::to_string(layer) + " has no digest (the store keeps none, or the chunk "
                                      "lives only below the disk)");
     put(d, static_cast<int64_t>(i) * c);
-    trace_->digest_bytes += d.nbytes();
+    *bytes += static_cast<int64_t>(d.nbytes());
   }
   return Status::OK();
 }
 
-Status StoreSource::DigestInt8(int layer, Int8Keys* keys) {
+Status StoreSource::AssembleInt8(int layer, Int8Keys* keys, int64_t* bytes, DeviceSpans* spans) const {
   const ChunkGeometry& g = store_.geometry();
   IMPRESS_CHECK(g.digests);  // RunRequest refuses a store without them (CheckDigests)
   if (*g.digests != DigestCodec::kInt8)
@@ -405,11 +417,31 @@ Status StoreSource::DigestInt8(int layer, Int8Keys* keys) {
   // Every chunk's codes and scales in stored order, then in token order.
   const int64_t c = g.chunk_tokens, p = tokens();
   Int8Keys all{at::empty({g.kv_heads, p, g.head_dim}, at::kChar), at::empty({g.kv_heads, p}, at::kFloat)};
-  RETURN_IF_ERROR(ForEachDigest(layer, [&](const at::Tensor& d, int64_t row0) { SplitInt8DigestRows(d, all, row0, c); }));
+  RETURN_IF_ERROR(ForEachDigest(layer, [&](const at::Tensor& d, int64_t row0) { SplitInt8DigestRows(d, all, row0, c); },
+                                bytes));
   if (lease_.reordered()) {
     const at::Tensor order = TokenOrder(layer).to(at::kCPU, at::kLong);
     all = Int8Keys{all.codes.index_select(1, order), all.scales.index_select(1, order)};
   }
+  if (spans != nullptr) spans->Open();
+  *keys = Int8Keys{all.codes.to(model_.device()), all.scales.to(model_.device())};
+  if (spans != nullptr) spans->Close();
+  return Status::OK();
+}
+
+Status StoreSource::DigestInt8(int layer, Int8Keys* keys) {
+  IMPRESS_CHECK(layer == layer_);
+  if (digests_.codes.defined()) {  // put together by the read-ahead
+    store_.load_stream().HandOver(digests_.codes);
+    store_.load_stream().HandOver(digests_.scales);
+    *keys = digests_;
+    return Status::OK();
+  }
+  int64_t bytes = 0;
+  Int8Keys all;
+  Status s = AssembleInt8(layer, &all, &bytes, nullptr);
+  trace_->digest_bytes += bytes;
+  RETURN_IF_ERROR(s);
   *keys = Int8Keys{OnModelDevice(all.codes, at::kChar), OnModelDevice(all.scales, at::kFloat)};
   return Status::OK();
 }
@@ -421,7 +453,12 @@ Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
   // Every chunk decoded in fp32 into one buffer [Hkv, P + room, d] in stored
   // order (with room, as Keys and ProbeKeys leave), then in token order.
   at::Tensor all = at::empty({g.kv_heads, p + key_room_, g.head_dim}, at::kFloat);
-  RETURN_IF_ERROR(ForEachDigest(layer, [&](const at::Tensor& d, int64_t row0) { DecodeDigestRows(*g.digests, d, all, row0, c); }));
+  IMPRESS_CHECK(layer == layer_);
+  int64_t bytes = 0;
+  Status s = ForEachDigest(layer, [&](const at::Tensor& d, int64_t row0) { DecodeDigestRows(*g.digests, d, all, row0, c); },
+                           &bytes);
+  trace_->digest_bytes += bytes;
+  RETURN_IF_ERROR(s);
   at::Tensor keys = all.narrow(1, 0, p);
   if (lease_.reordered()) keys = keys.index_select(1, TokenOrder(layer).to(at::kCPU, at::kLong));  // no room left
   *k = OnModelDevice(keys, model_.dtype());

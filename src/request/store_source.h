@@ -68,8 +68,12 @@ class StoreSource final : public PrefixSource {
   // work (demand_spans_); `x` itself when it is already that.
   at::Tensor OnModelDevice(const at::Tensor& x, at::ScalarType type);
   // Calls put(digest, first row) for each chunk's digest of `layer`, in
-  // stored order, counting its bytes. Errors: a chunk without one.
-  Status ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put);
+  // stored order, adding its bytes to *bytes. Errors: a chunk without one.
+  Status ForEachDigest(int layer, const std::function<void(const at::Tensor&, int64_t)>& put, int64_t* bytes) const;
+  // Layer `layer`'s int8 digests in token order, as DigestInt8 hands them
+  // out, on the model's device (the copy within `spans` when not null).
+  // Thread-safe: the read-ahead calls it.
+  Status AssembleInt8(int layer, Int8Keys* keys, int64_t* bytes, DeviceSpans* spans) const;
   // A layer's guess at the next one's chunks: its gathered positions and
   // how many chunks they took in its own stored order.
   struct Guess {
@@ -84,6 +88,8 @@ class StoreSource final : public PrefixSource {
     // Stacked in token order: ReadAhead::kAll every chunk's keys and values;
     // kKeys the keys; kProbeKeys the probe keys ([probe KV heads, P, d]).
     at::Tensor k, v;
+    Int8Keys digests;          // ReadAhead::kDigests: AssembleInt8's
+    int64_t digest_bytes = 0;  // ... and the digest bytes it read
   };
   FirstRead ReadFirst(int l, DeviceSpans* spans);
   void StartRead(int l);  // layer l's first read with last_guess_, unless started
@@ -114,10 +120,12 @@ class StoreSource final : public PrefixSource {
   uint8_t first_parts_;  // ChunkPart bits of every layer's first read
   Speculation speculate_;  // RequestOptions::speculate where it applies, else kOff
   int read_ahead_;         // RequestOptions::read_ahead, at least 1
+  bool digests_ahead_;     // ReadAhead::kDigests: the first read puts the layer's digests together
   int64_t key_room_;     // rows after each head's in the keys handed out
   int layer_ = -1;       // the layer Begin last took
   std::vector<ChunkParts> parts_;  // what the current layer has read
   at::Tensor all_k_, all_v_;       // the current layer's FirstRead::k and v
+  Int8Keys digests_;               // ... and FirstRead::digests
   // The last gathering layer's, written by its Gather on the layers' thread.
   Guess last_guess_;
   // Per layer, the guess its first read takes: last_guess_ as it was when

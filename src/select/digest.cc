@@ -67,11 +67,13 @@ class DigestMethod final : public SelectionMethod {
  public:
   explicit DigestMethod(const SelectorOptions& opt) : opt_(opt) {}
 
-  // The digests are resident: nothing is read before the queries exist,
-  // except where every token is kept (k covering P). Dense layers read
+  // The digests are resident: no chunk part is read before the queries
+  // exist, except where every token is kept (k covering P); int8 digests
+  // scored from their codes are put together ahead. Dense layers read
   // theirs on demand.
   ReadAhead Ahead(int64_t p) const override {
-    return RetainedTokens(opt_.retention, p) >= p ? ReadAhead::kAll : ReadAhead::kNone;
+    if (RetainedTokens(opt_.retention, p) >= p) return ReadAhead::kAll;
+    return FromCodes() ? ReadAhead::kDigests : ReadAhead::kNone;
   }
 
   StatusOr<SelectedPrefix> Select(const LayerQkv& qkv, PrefixSource& src, SelectionObserver* obs) const override {
@@ -82,7 +84,7 @@ class DigestMethod final : public SelectionMethod {
     if (p == 0 || k >= p || l < opt_.digest.dense_layers) return SelectAll(qkv, src);
     const at::Tensor chunk_of = src.ChunkOf(l);
     at::Tensor scores;
-    if (opt_.digest.score == DigestScore::kRowMax && opt_.digest.codec == DigestCodec::kInt8) {
+    if (FromCodes()) {
       Int8Keys keys;  // scored from the codes as they are stored
       RETURN_IF_ERROR(src.DigestInt8(l, &keys));
       scores = DigestChunkScoresInt8(qkv.q, keys, qkv.k, qkv.scale, opt_.digest.window, chunk_of, src.chunks(),
@@ -106,6 +108,9 @@ class DigestMethod final : public SelectionMethod {
   }
 
  private:
+  // Scores from the int8 codes as they are stored (PrefixSource::DigestInt8).
+  bool FromCodes() const { return opt_.digest.score == DigestScore::kRowMax && opt_.digest.codec == DigestCodec::kInt8; }
+
   const SelectorOptions opt_;
 };
 

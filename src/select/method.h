@@ -93,8 +93,10 @@ class SelectionObserver {
 };
 
 // What of every chunk a method reads before its queries exist.
-// kNone: nothing; every read names its positions (Gather).
-enum class ReadAhead : uint8_t { kAll, kKeys, kProbeKeys, kNone };
+// kNone: nothing; every read names its positions (Gather). kDigests: no
+// chunk part, but the layer's resident digests put together as DigestInt8
+// hands them out (an int8-digest store), so that it finds them ready.
+enum class ReadAhead : uint8_t { kAll, kKeys, kProbeKeys, kNone, kDigests };
 
 class SelectionMethod {
  public:
