@@ -1,6 +1,7 @@
 // impress regress: the CI accuracy regression. Checks a small fixed
 // evaluation against the numbers committed in --expected; --update rewrites
 // that file from this run on purpose.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -34,6 +35,11 @@ StatusOr<nlohmann::ordered_json> ReadSpec(const std::string& path) {
 }
 
 int RunRegress(const RegressOptions& o) {
+  // MKL picks its GEMM kernels by CPU (AVX-512 on Intel, AVX2 on AMD by
+  // default), and they round differently: pinned to its AVX2 path, which
+  // every x86-64 CPU with AVX2 runs, the regression's numbers are the same
+  // on either (set before MKL's first call; an MKL_CBWR already set wins).
+  setenv("MKL_CBWR", "AVX2", /*overwrite=*/0);
   ApplyRuntimeFlags(o.runtime);
   RegressionSelection selection;
   selection.tasks = o.tasks;
