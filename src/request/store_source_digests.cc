@@ -53,13 +53,10 @@ Status StoreSource::DigestInt8(int layer, Int8Keys* keys) {
     *keys = digests_;
     return Status::OK();
   }
-  int64_t bytes = 0;
-  Int8Keys all;
-  Status s = AssembleInt8(layer, &all, &bytes, nullptr);
+  int64_t bytes = 0;  // put together now: the copy up is the layer's on-demand device work
+  Status s = AssembleInt8(layer, keys, &bytes, &demand_spans_[layer_]);
   trace_->digest_bytes += bytes;
-  RETURN_IF_ERROR(s);
-  *keys = Int8Keys{OnModelDevice(all.codes, at::kChar), OnModelDevice(all.scales, at::kFloat)};
-  return Status::OK();
+  return s;
 }
 
 Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
