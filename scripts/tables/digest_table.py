@@ -17,6 +17,10 @@
       A run (or a sweep's points): TTFT mean and p99, I/O and selection shares, MB
       from disk and digest MB per request, accuracy over the measured requests,
       per chunk size, ITF unit and system.
+  digest_table.py split RUN_JSON
+      A run's measured requests in two, per system: those that read nothing
+      from disk and those that did, each with its count and mean TTFT, I/O
+      and selection ms.
 """
 import json
 import os
@@ -109,7 +113,27 @@ def ttft(path):
                   f"{r['ttft_ms']['p99']:.0f} | {r['io_share']:.2f} | {sel:.3f} | {disk:.1f} | {dig:.1f} | {r['acc']:.3f} | {n} |")
 
 
+def split(path):
+    with open(path) as f:
+        d = json.load(f)
+    print("| system | requests | reads from disk | TTFT mean ms | I/O mean ms | selection mean ms | MB from disk / request |")
+    print("|---|---|---|---|---|---|---|")
+    for point in d["sweep"] if "sweep" in d else [d]:
+        for r in point["runs"]:
+            if r.get("repeated"):
+                continue
+            for disk in (False, True):
+                rows = [x for x in r["per_request"] if (x["disk_bytes"] > 0) == disk]
+                if not rows:
+                    continue
+                n = len(rows)
+                mean = lambda k: sum(x[k] for x in rows) / n  # noqa: E731
+                print(f"| {r['system']} | {n} | {'yes' if disk else 'no'} | {mean('ttft_ms'):.0f} | {mean('io_ms'):.1f} | "
+                      f"{mean('select_ms'):.1f} | {mean('disk_bytes') / 1e6:.1f} |")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in ("retention", "options", "ttft"):
+    modes = {"retention": retention, "options": options, "ttft": ttft, "split": split}
+    if len(sys.argv) < 3 or sys.argv[1] not in modes:
         sys.exit(__doc__)
-    {"retention": retention, "options": options, "ttft": ttft}[sys.argv[1]](*sys.argv[2:])
+    modes[sys.argv[1]](*sys.argv[2:])
