@@ -17,13 +17,18 @@
       A run (or a sweep's points): TTFT mean and p99, I/O and selection shares, MB
       from disk and digest MB per request, accuracy over the measured requests,
       per chunk size, ITF unit and system.
-  digest_table.py split RUN_JSON
-      A run's measured requests in two, per system: those that read nothing
-      from disk and those that did, each with its count and mean TTFT, I/O
-      and selection ms.
+  digest_table.py split RUN_JSON [MB]
+      A run's measured requests in two, per system: those that read at most
+      MB (default 0) from disk and those that read more, each with its count
+      and mean TTFT, I/O and selection ms.
+  digest_table.py ratios RUN_JSON...
+      One row per run of digest and h2o-lfu side by side: its build, date,
+      both systems' TTFT mean and p99 and their ratios (h2o-lfu over digest);
+      then the median ratios over the runs.
 """
 import json
 import os
+import statistics
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -113,17 +118,18 @@ def ttft(path):
                   f"{r['ttft_ms']['p99']:.0f} | {r['io_share']:.2f} | {sel:.3f} | {disk:.1f} | {dig:.1f} | {r['acc']:.3f} | {n} |")
 
 
-def split(path):
+def split(path, mb="0"):
     with open(path) as f:
         d = json.load(f)
-    print("| system | requests | reads from disk | TTFT mean ms | I/O mean ms | selection mean ms | MB from disk / request |")
+    limit = float(mb) * 1e6
+    print(f"| system | requests | more than {mb} MB from disk | TTFT mean ms | I/O mean ms | selection mean ms | MB from disk / request |")
     print("|---|---|---|---|---|---|---|")
     for point in d["sweep"] if "sweep" in d else [d]:
         for r in point["runs"]:
             if r.get("repeated"):
                 continue
             for disk in (False, True):
-                rows = [x for x in r["per_request"] if (x["disk_bytes"] > 0) == disk]
+                rows = [x for x in r["per_request"] if (x["disk_bytes"] > limit) == disk]
                 if not rows:
                     continue
                 n = len(rows)
@@ -132,8 +138,27 @@ def split(path):
                       f"{mean('select_ms'):.1f} | {mean('disk_bytes') / 1e6:.1f} |")
 
 
+def ratios(*paths):
+    print("| run | build | date | digest mean / p99 ms | h2o-lfu mean / p99 ms | mean ratio | p99 ratio |")
+    print("|---|---|---|---|---|---|---|")
+    means, p99s = [], []
+    for path in paths:
+        with open(path) as f:
+            d = json.load(f)
+        prov = d["provenance"]
+        point = d["sweep"][0] if "sweep" in d else d
+        by = {r["system"]: r["ttft_ms"] for r in point["runs"] if not r.get("repeated")}
+        g, h = by["digest"], by["h2o-lfu"]
+        means.append(h["mean"] / g["mean"])
+        p99s.append(h["p99"] / g["p99"])
+        build = prov["commit"][:7] + ("-dirty" if prov["dirty"] else "")
+        print(f"| {path} | {build} | {prov['machine']['date']} | {g['mean']:.0f} / {g['p99']:.0f} | "
+              f"{h['mean']:.0f} / {h['p99']:.0f} | {means[-1]:.2f}x | {p99s[-1]:.2f}x |")
+    print(f"| median of {len(paths)} | | | | | {statistics.median(means):.2f}x | {statistics.median(p99s):.2f}x |")
+
+
 if __name__ == "__main__":
-    modes = {"retention": retention, "options": options, "ttft": ttft, "split": split}
+    modes = {"retention": retention, "options": options, "ttft": ttft, "split": split, "ratios": ratios}
     if len(sys.argv) < 3 or sys.argv[1] not in modes:
         sys.exit(__doc__)
     modes[sys.argv[1]](*sys.argv[2:])
