@@ -29,7 +29,9 @@
 #          digest system where loading dominates: results/digest/ttft8k_adaptive's
 #          run (retrieval, 4 x 8K, 25%, the disk capped at 128 MB/s) for
 #          h2o-lfu, impress (chunk unit) and digest, its table by
-#          scripts/tables/digest_table.py ttft; then selection's share of TTFT
+#          scripts/tables/digest_table.py ttft; then h2o-lfu and digest with
+#          every read started two layers ahead (results/digest/floor8k's pair,
+#          the CPU's comparison of record); then selection's share of TTFT
 #          in its parts, results/selection/README.md's 4 x 8K and 16 x 2K runs
 #          (both measured on the device before: results/gpu/device_2026-12-04b),
 #          with what time is left.
@@ -168,19 +170,23 @@ else
   selection_8k=(--pool 4 --prefix-tokens 8192 --requests 8 --warmup 8 --gpu-cache 32M --cpu-cache 64M)
 fi
 
-# digest_ttft MODEL STORES: results/digest/ttft8k_adaptive's run on this
-# device for h2o-lfu, impress (chunk unit) and digest (the digest scored on
-# the device, the kept chunks gathered there): where the forward pass is
+# digest_ttft MODEL STORES [DEPTH]: results/digest/ttft8k_adaptive's run on
+# this device for h2o-lfu, impress (chunk unit) and digest (the digest scored
+# on the device, the kept chunks gathered there): where the forward pass is
 # cheap, digest's TTFT mean and p99 against h2o-lfu's. On the CPU the same
-# run is every system's (results/digest/ttft8k_adaptive/cmd.sh).
+# run is every system's (results/digest/ttft8k_adaptive/cmd.sh). With DEPTH
+# (2), results/digest/floor8k's pair instead: h2o-lfu and digest with every
+# read started DEPTH layers ahead (the CPU's comparison of record), written
+# as digest_8k_aheadDEPTH.*.
 digest_ttft() {
-  local model=$1 stores=$2
-  rm -rf "$stores/digest_8k"
+  local model=$1 stores=$2 depth=${3:-} name=digest_8k systems=h2o-lfu,impress,digest
+  [ -n "$depth" ] && { name=digest_8k_ahead$depth; systems=h2o-lfu,digest; }
+  rm -rf "${stores:?}/$name"
   limit "$DIGEST_LIMIT" build-gpu/impress run --model "$model" --task retrieval --needles-per-1k 14 --data data \
-    --system h2o-lfu,impress,digest --itf-unit chunk "${digest_8k[@]}" --disk-bw 128M --h2d-bw 640M \
-    --retention 0.25 --digest-window 16 --speculate-adaptive --store "$stores/digest_8k" \
-    --device "$device" --dtype "$dtype" --json "$out/digest_8k.json" > "$out/digest_8k.md" &&
-    python3 scripts/tables/digest_table.py ttft "$out/digest_8k.json"
+    --system "$systems" --itf-unit chunk "${digest_8k[@]}" --disk-bw 128M --h2d-bw 640M \
+    --retention 0.25 --digest-window 16 --speculate-adaptive ${depth:+--read-ahead "$depth"} --store "$stores/$name" \
+    --device "$device" --dtype "$dtype" --json "$out/$name.json" > "$out/$name.md" &&
+    python3 scripts/tables/digest_table.py ttft "$out/$name.json"
 }
 DIGEST_LIMIT=${DIGEST_LIMIT:-240}
 if [ "${SCALE:-gpu}" = tiny ]; then
@@ -222,6 +228,7 @@ case "$call" in
     [ -f "$model/config.json" ] || { echo "no $model: call 3 did not convert the model on this machine"; step done; exit 1; }
     find_stores
     run "digest against h2o-lfu, retrieval 4 x 8K" digest_ttft "$model" "$stores"
+    run "digest against h2o-lfu, retrieval 4 x 8K, two layers ahead" digest_ttft "$model" "$stores" 2
     selection_step 8k "$model" "$stores"
     selection_step 2k "$model" "$stores"
     ;;

@@ -2,8 +2,8 @@
 """summary.md of one device call (scripts/gpu/gpu_check.sh) from what its work
 folder holds so far: rewritten after every step, so a call cut short still
 says what it got. Reads machine.txt, steps.txt, cuda_tests.log, model.txt,
-run_<task>.json, store_vs_fio.txt, selection_<2k|8k>.json and
-digest_8k.json, each when present.
+run_<task>.json, store_vs_fio.txt, selection_<2k|8k>.json,
+digest_8k.json and digest_8k_ahead2.json, each when present.
 
 Usage: scripts/gpu/gpu_summary.py WORK_DIR
 """
@@ -85,14 +85,15 @@ def main():
         print(f"\n## Selection's cost, {c.get('task', '?')}, {c.get('device', '?')}, {c.get('pool')} x {c.get('prefix_tokens')}-token "
               f"prefixes, {c.get('requests')} measured requests (results/selection/README.md's command)\n")
         print("\n".join(selection_table(p)))
-    p = f"{out}/digest_8k.json"
-    if os.path.exists(p):
+    for name, what in (("digest_8k", "results/digest/ttft8k_adaptive's command"),
+                       ("digest_8k_ahead2", "results/digest/floor8k's pair, every read two layers ahead")):
+        p = f"{out}/{name}.json"
+        if not os.path.exists(p):
+            continue
         c = config_of(json.load(open(p)))
         print(f"\n## The digest system where loading dominates, {c.get('task', '?')}, {c.get('device', '?')}, {c.get('pool')} x "
-              f"{c.get('prefix_tokens')}-token prefixes, {c.get('requests')} measured requests "
-              "(results/digest/ttft8k_adaptive's command)\n")
+              f"{c.get('prefix_tokens')}-token prefixes, {c.get('requests')} measured requests ({what})\n")
         digest_table.ttft(p)
-
 
 if __name__ == "__main__":
     main()
