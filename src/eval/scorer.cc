@@ -129,8 +129,13 @@ void Scorer::ReuseStored(int64_t m) {
   // is reusable only if it was computed over the same chunks.
   const int64_t keep = w == held_w ? std::min(m, held_) : std::min(w, held_w);
   cache_.Truncate(keep);
-  for (int l = 0; keep < w && l < model_.config().num_layers; ++l)
-    cache_.Append(LayerQkv{l, at::Tensor(), stored_k_[l].narrow(1, keep, w - keep), stored_v_[l].narrow(1, keep, w - keep)});
+  for (int l = 0; keep < w && l < model_.config().num_layers; ++l) {
+    LayerQkv stored;  // the stored rows only: no queries
+    stored.layer = l;
+    stored.k = stored_k_[l].narrow(1, keep, w - keep);
+    stored.v = stored_v_[l].narrow(1, keep, w - keep);
+    cache_.Append(stored);
+  }
   const int64_t from = std::max(keep, w);
   if (m > from) model_.Forward(std::vector<int32_t>(prefix_ids_.begin() + from, prefix_ids_.begin() + m), from, cache_);
 }

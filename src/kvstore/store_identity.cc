@@ -72,9 +72,13 @@ StatusOr<StoreIdentity> StoreIdentityFor(const Model& model, const PrefixStoreOp
     return Status::InvalidArgument(model.dir() + ": " + std::to_string(c.num_layers) + " layers; a store keys at most " +
                                    std::to_string(ChunkKey::kMaxLayers));
   StoreIdentity id;
-  id.geometry = ChunkGeometry{opt.chunk_tokens, c.num_layers, c.num_kv_heads, c.head_dim,
-                              static_cast<int>(ProbeKvHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout)),
-                              static_cast<int>(c10::elementSize(kv_type))};
+  ChunkGeometry& geo = id.geometry;
+  geo.chunk_tokens = opt.chunk_tokens;
+  geo.layers = c.num_layers;
+  geo.kv_heads = c.num_kv_heads;
+  geo.head_dim = c.head_dim;
+  geo.probe_kv_heads = static_cast<int>(ProbeKvHeads(opt.probe_heads, c.num_heads, c.num_kv_heads, opt.probe_layout));
+  geo.elem_bytes = static_cast<int>(c10::elementSize(kv_type));
   if (opt.kv_codec != KvCodec::kNone && kv_type != at::kHalf)
     return Status::InvalidArgument(std::string("--kv-codec ") + KvCodecName(opt.kv_codec) + " encodes float16 KV, not " +
                                    opt.kv_dtype);

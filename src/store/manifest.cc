@@ -54,9 +54,13 @@ StatusOr<StoreIdentity> ReadManifest(Env* env, const std::string& dir) {
     if (!j.is_object()) throw std::invalid_argument("not a JSON object");
     format = GetInteger<int>(j.at("format"));
     const json& g = j.at("geometry");
-    id.geometry = ChunkGeometry{GetInteger<int>(g.at("chunk_tokens")), GetInteger<int>(g.at("layers")),
-                                GetInteger<int>(g.at("kv_heads")),     GetInteger<int>(g.at("head_dim")),
-                                GetInteger<int>(g.at("probe_kv_heads")), GetInteger<int>(g.at("elem_bytes"))};
+    ChunkGeometry& geo = id.geometry;  // codec and digests below, when the manifest names them
+    geo.chunk_tokens = GetInteger<int>(g.at("chunk_tokens"));
+    geo.layers = GetInteger<int>(g.at("layers"));
+    geo.kv_heads = GetInteger<int>(g.at("kv_heads"));
+    geo.head_dim = GetInteger<int>(g.at("head_dim"));
+    geo.probe_kv_heads = GetInteger<int>(g.at("probe_kv_heads"));
+    geo.elem_bytes = GetInteger<int>(g.at("elem_bytes"));
     if (g.contains("codec")) {
       StatusOr<KvCodec> c = ParseKvCodec(g.at("codec").get<std::string>());
       if (!c.ok() || *c == KvCodec::kNone) {
