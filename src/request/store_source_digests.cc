@@ -60,13 +60,13 @@ Status StoreSource::DigestInt8(int layer, Int8Keys* keys) {
 }
 
 Status StoreSource::DigestKeys(int layer, at::Tensor* k) {
+  IMPRESS_CHECK(layer == layer_);
   const ChunkGeometry& g = store_.geometry();
   IMPRESS_CHECK(g.digests);  // as DigestInt8
   const int64_t c = g.chunk_tokens, p = tokens();
   // Every chunk decoded in fp32 into one buffer [Hkv, P + room, d] in stored
   // order (with room, as Keys and ProbeKeys leave), then in token order.
   at::Tensor all = at::empty({g.kv_heads, p + key_room_, g.head_dim}, at::kFloat);
-  IMPRESS_CHECK(layer == layer_);
   int64_t bytes = 0;
   Status s = ForEachDigest(layer, [&](const at::Tensor& d, int64_t row0) { DecodeDigestRows(*g.digests, d, all, row0, c); },
                            &bytes);
