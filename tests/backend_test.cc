@@ -250,6 +250,38 @@ TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndex
 
 // A backend below whose lookups (Discover) wait, while held, until released:
 // a cluster node that stalls. It holds nothing.
+// Every byte a request reads from below, or from the CPU cache level, goes
+// up to the compute device once, over the host-to-device link (bytes_up),
+// whatever the policy: the reader pays for what it read, and the chunk's
+// entry into the GPU level (under LRU at once, under the score policy on
+// observation) pays nothing more.
+TEST_P(BackendTest, EveryByteReadCrossesTheDeviceLinkOnce) {
+  for (PolicyKind policy : {PolicyKind::kLru, PolicyKind::kScore}) {
+    SCOPED_TRACE(static_cast<int>(policy));
+    TempDir dir;
+    PrefixStoreOptions o = Options(dir.path());
+    o.policy = policy;
+    const std::vector<int32_t> prefix = Tokens(96, 3);
+    std::vector<int32_t> ctx = prefix;
+    for (int32_t t : Tokens(7, 40)) ctx.push_back(t);
+    {
+      auto store = PrefixStore::Open(*model_, o);
+      ASSERT_TRUE(store.ok()) << store.status().message();
+      RequestTrace fill;
+      Run("as", store->get(), ctx, 96, &fill);  // computes and stores the prefix
+    }
+    auto store = PrefixStore::Open(*model_, o);  // reopened: the caches start empty
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    RequestTrace cold, warm;
+    Run("as", store->get(), ctx, 96, &cold);
+    Run("as", store->get(), ctx, 96, &warm);
+    ASSERT_EQ(cold.reused_tokens, 96);
+    const CacheCounters k = PrefixStoreTestPeer::cache(**store).counters();
+    EXPECT_GT(k.bytes_served[Tier::kDisk], 0);
+    EXPECT_EQ(k.bytes_up, k.bytes_served[Tier::kDisk] + k.bytes_served[Tier::kCpu]);
+  }
+}
+
 class StalledLookups final : public ChunkBackend {
  public:
   struct Gate {

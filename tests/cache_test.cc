@@ -241,6 +241,48 @@ TEST(TieredCache, ScorePolicyPlacesByScore) {
   EXPECT_GT(c.score_bytes(), 0);
 }
 
+// Each byte that reaches the device crosses the host-to-device link once,
+// under every policy: a chunk read from below when the reader reports it
+// (RecordRead), never again when its entry goes into the GPU level (it was
+// sent up); a CPU level's chunk when it is served up; a demotion or a GPU hit
+// not at all.
+TEST(TieredCache, EachByteCrossesTheLinkOnce) {
+  for (PolicyKind policy : {PolicyKind::kLru, PolicyKind::kLfu, PolicyKind::kScore}) {
+    SCOPED_TRACE(static_cast<int>(policy));
+    TierOptions opt;
+    opt.levels = Levels(2 * 256, 2 * 256);  // two 8-token chunks each
+    opt.policy = policy;
+    auto cache = TieredCache::Create(opt);
+    ASSERT_TRUE(cache.ok()) << cache.status().message();
+    TieredCache& c = **cache;
+    const int64_t b = Chunk(8, 0).bytes();
+    auto read = [&](uint64_t key, double share) {  // a miss, read from disk and sent up, then observed
+      ChunkKv kv = Chunk(8, static_cast<float>(key));
+      kv.sent_up = true;
+      c.RecordRead(Tier::kDisk, kv.bytes());
+      c.Put(key, kv);
+      c.Observe({{key, share}});
+    };
+    read(1, 0.5);
+    read(2, 0.5);
+    EXPECT_EQ(c.counters().bytes_up, 2 * b);  // both went into the GPU level: no second crossing
+    read(3, 0.1);  // LRU and LFU: into the GPU level, 1 down to the CPU level; score: into the CPU level
+    EXPECT_EQ(c.counters().bytes_up, 3 * b);
+    const uint64_t low = policy == PolicyKind::kScore ? 3 : 1;
+    ASSERT_TRUE(c.Contains(low, Tier::kCpu));
+    Tier t;
+    ASSERT_TRUE(c.Get(low, &t).has_value());
+    EXPECT_EQ(t, Tier::kCpu);
+    c.Observe({{low, 1.0}});
+    EXPECT_EQ(c.counters().bytes_up, 4 * b);  // served up once; its promotion moves that copy
+    ASSERT_TRUE(c.Contains(low, Tier::kGpu));
+    ASSERT_TRUE(c.Get(low, &t).has_value());
+    c.Observe({{low, 1.0}});
+    EXPECT_EQ(t, Tier::kGpu);
+    EXPECT_EQ(c.counters().bytes_up, 4 * b);  // a GPU hit crosses nothing
+  }
+}
+
 TEST(TieredCache, PinnedChunksStay) {
   TierOptions opt;
   opt.levels = Levels(2 * 256, 0);  // two 8-token chunks

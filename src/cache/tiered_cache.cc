@@ -108,7 +108,8 @@ ChunkKv TieredCache::ToTier(const ChunkKv& in, int t, Copies* copies) {
     out.k = out.k.clone();
     out.v = out.v.clone();
   }
-  if (copies != nullptr && (up || emulated)) (*copies)[t] += out.bytes();
+  // A chunk the reader sent up has crossed the link (RecordRead); on CUDA it is on the device already.
+  if (copies != nullptr && (up || emulated) && !kv.sent_up) (*copies)[t] += out.bytes();
   return out;
 }
 
@@ -126,6 +127,11 @@ std::optional<ChunkKv> TieredCache::Release(std::unordered_map<uint64_t, ChunkKv
 }
 
 void TieredCache::PaceCopies(const Copies& copies) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t t = 0; t < levels_.size(); ++t)
+      if (levels_[t].opt.on_device) counters_.bytes_up += copies[t];
+  }
   for (size_t t = 0; t < levels_.size(); ++t)
     if (levels_[t].copy_in != nullptr && copies[t] > 0) levels_[t].copy_in->Wait(static_cast<size_t>(copies[t]));
 }
@@ -328,8 +334,17 @@ void TieredCache::Erase(uint64_t key) {
 }
 
 void TieredCache::RecordRead(Tier tier, int64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  counters_.bytes_served[tier] += bytes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.bytes_served[tier] += bytes;
+  }
+  Copies up{};
+  for (size_t t = 0; t < levels_.size(); ++t)
+    if (levels_[t].opt.on_device) {
+      up[t] = bytes;  // the first level on the device: the link the copy up takes
+      break;
+    }
+  PaceCopies(up);
 }
 
 CacheCounters TieredCache::counters() const {

@@ -64,6 +64,10 @@ struct ChunkKv {
   // device): the pinned host tensors it was copied from. A host level takes
   // them instead of copying the KV back down; a device level drops them.
   at::Tensor host_k, host_v;
+  // Read from below and already sent up to the compute device by the reader,
+  // which paid the host-to-device link for it (RecordRead): its entry into a
+  // device level crosses the link no second time.
+  bool sent_up = false;
   // What the entry occupies in its level: the decoded KV, or the encoded bytes where only those are held.
   int64_t bytes() const { return k.defined() ? static_cast<int64_t>(k.nbytes() + v.nbytes()) : enc.kv_bytes(); }
 };
@@ -74,7 +78,7 @@ struct CacheLevel {
   bool on_device = false;      // lives on the compute device (an emulated pool on the CPU)
   bool pinned = false;         // host memory pinned when the device is CUDA, for fast copies up
   int64_t capacity = 0;        // bytes, never exceeded
-  double copy_in_bytes_per_second = 0;  // emulated cap on copies into it from host memory (0: none)
+  double copy_in_bytes_per_second = 0;  // emulated cap on the host-to-device link into it (0: none)
   bool encoded = false;        // holds a chunk's encoded form when it has one (host levels only)
 };
 
@@ -99,6 +103,10 @@ struct CacheCounters {
   TierCounts hits;          // per cache level, by its tier
   int64_t misses = 0;
   TierCounts bytes_served;  // per tier, including the disk and remote reads the caller reports
+  // Bytes sent over the host-to-device link: what was read from below
+  // (RecordRead) and every copy into the device level from host memory (a
+  // lower level's chunk moved up). Each byte that reaches the device crosses once.
+  int64_t bytes_up = 0;
 };
 
 class TieredCache {
@@ -123,7 +131,10 @@ class TieredCache {
   std::optional<Tier> Where(uint64_t key) const;
   // Chunks for which `pinned` is true are never evicted (in use by a request).
   void SetPinned(std::function<bool(uint64_t)> pinned) { pinned_ = std::move(pinned); }
-  // Counts `bytes` the caller read from a tier below the caches (disk, remote).
+  // Counts `bytes` the caller read from a tier below the caches (disk,
+  // remote) and sent up to the compute device: they cross the device level's
+  // link (bytes_up), at its cap when it has one (waited with no lock held), as
+  // they would on a GPU. The caller offers those chunks with `sent_up` set.
   void RecordRead(Tier tier, int64_t bytes);
   // Drops `key` from whichever tier holds it (a chunk no request will read again).
   void Erase(uint64_t key);

@@ -132,6 +132,7 @@ void ChunkReader::OfferToCache(const std::vector<uint64_t>& chunks, int layer, c
     const ChunkParts& p = out[r.index];
     if (!p.k.defined() || !p.v.defined()) continue;
     ChunkKv kv = p;  // the parts the cache holds: keys, values, their encoded bytes
+    kv.sent_up = true;  // Fetch pays the link for what it read (RecordRead)
     if (copied != nullptr) {
       kv.ready = copied;
       if (!encoded && (r.parts & kKeys) && (r.parts & kValues)) {
