@@ -248,8 +248,6 @@ TEST_P(BackendTest, AnotherStoreReadsThroughTheInterfaceAndNoIoRunsUnderTheIndex
   EXPECT_EQ(watch.under_lock.load(), 0) << "fsyncs or backend calls with the index mutex held";
 }
 
-// A backend below whose lookups (Discover) wait, while held, until released:
-// a cluster node that stalls. It holds nothing.
 // Every byte a request reads from below, or from the CPU cache level, goes
 // up to the compute device once, over the host-to-device link (bytes_up),
 // whatever the policy: the reader pays for what it read, and the chunk's
@@ -282,6 +280,8 @@ TEST_P(BackendTest, EveryByteReadCrossesTheDeviceLinkOnce) {
   }
 }
 
+// A backend below whose lookups (Discover) wait, while held, until released:
+// a cluster node that stalls. It holds nothing.
 class StalledLookups final : public ChunkBackend {
  public:
   struct Gate {

@@ -4,6 +4,8 @@
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <algorithm>
+
 #include "common/device_copy.h"
 #include "common/status.h"
 
@@ -127,10 +129,12 @@ std::optional<ChunkKv> TieredCache::Release(std::unordered_map<uint64_t, ChunkKv
 }
 
 void TieredCache::PaceCopies(const Copies& copies) {
-  {
+  int64_t up = 0;  // what crosses the link; most calls (a top level's hit) have nothing to count
+  for (size_t t = 0; t < levels_.size(); ++t)
+    if (levels_[t].opt.on_device) up += copies[t];
+  if (up > 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t t = 0; t < levels_.size(); ++t)
-      if (levels_[t].opt.on_device) counters_.bytes_up += copies[t];
+    counters_.bytes_up += up;
   }
   for (size_t t = 0; t < levels_.size(); ++t)
     if (levels_[t].copy_in != nullptr && copies[t] > 0) levels_[t].copy_in->Wait(static_cast<size_t>(copies[t]));
@@ -338,12 +342,10 @@ void TieredCache::RecordRead(Tier tier, int64_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     counters_.bytes_served[tier] += bytes;
   }
+  const auto device = std::find_if(levels_.begin(), levels_.end(), [](const Level& L) { return L.opt.on_device; });
+  if (device == levels_.end()) return;  // no device level: no link to cross
   Copies up{};
-  for (size_t t = 0; t < levels_.size(); ++t)
-    if (levels_[t].opt.on_device) {
-      up[t] = bytes;  // the first level on the device: the link the copy up takes
-      break;
-    }
+  up[static_cast<size_t>(device - levels_.begin())] = bytes;  // the link the copy up takes
   PaceCopies(up);
 }
 

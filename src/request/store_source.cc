@@ -85,7 +85,7 @@ StoreSource::StoreSource(PrefixStore& store, const Model& model, const PrefixLea
     : store_(store), model_(model), lease_(lease), chunks_(lease.chunks), trace_(trace), prefetch_(ro.prefetch),
       first_parts_(PartsOf(ahead)),
       // A guess applies where the read ahead takes no chunk's keys (probe keys, digests or nothing).
-      speculate_(ro.prefetch && !(PartsOf(ahead) & kKeys) ? ro.speculate : Speculation::kOff),
+      speculate_(ro.prefetch && !(first_parts_ & kKeys) ? ro.speculate : Speculation::kOff),
       read_ahead_(std::max(1, ro.read_ahead)), digests_ahead_(ahead == ReadAhead::kDigests), key_room_(new_tokens),
       first_reads_(model.config().num_layers, [this](int l, DeviceSpans* spans) { return ReadFirst(l, spans); }, store.load_stream()) {
   // Each layer's token order, on the device once per lease (on the CPU the lease's own).
